@@ -1,0 +1,67 @@
+# Statekeeper. `make demo` and `make test` are the two commands a newcomer needs; both set up first.
+SHELL := /bin/bash
+PYTHON_BOOT ?= python3.11
+VENV := .venv
+PY := $(CURDIR)/$(VENV)/bin/python
+UV := $(VENV)/bin/uv
+UV_VERSION := 0.13.9
+export PYSPARK_PYTHON := $(PY)
+export PYSPARK_DRIVER_PYTHON := $(PY)
+export STATEKEEPER_HOME := $(CURDIR)
+export PYTHONPATH := $(CURDIR):$(CURDIR)/plugins
+
+.DEFAULT_GOAL := help
+.PHONY: help setup jars browser lock demo test test-unit test-fast lint format bench airflow clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(VENV)/bin/python:
+	$(PYTHON_BOOT) -m venv $(VENV)
+
+$(UV): | $(VENV)/bin/python
+	$(VENV)/bin/pip install -q uv==$(UV_VERSION)
+
+# The stamp makes a second `make setup` a no-op until the lock file changes.
+$(VENV)/.synced: requirements.lock | $(UV)
+	$(UV) pip sync --python $(PY) requirements.lock
+	@touch $@
+
+.cache/jars/.fetched: include/spark/jars.txt | $(VENV)/.synced
+	$(PY) -m spark_jobs.runtime.jars fetch
+	@touch $@
+
+setup: $(VENV)/.synced .cache/jars/.fetched ## create .venv from requirements.lock and cache Delta's jars (no-op when done)
+
+browser: ## Debian's chromium for the UI check (Playwright drives it; it cannot download browsers here)
+	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+
+lock: ## re-pin requirements.lock from requirements.in
+	$(UV) pip compile requirements.in --override overrides.txt --python-version 3.11 --generate-hashes -o requirements.lock
+
+demo: setup ## generate sample data and run every job end to end through Airflow, printing the tables
+	$(PY) -m scripts.demo
+
+lint: setup ## ruff + mypy
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+format: setup
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+test-unit: setup ## the fast tier: no JVM
+	$(PY) -m pytest -m unit -q
+
+test: setup browser lint ## lint and the whole test suite
+	$(PY) -m pytest -q
+
+bench: setup ## benchmarks, printing ratios measured side by side (writes bench/results/latest.json)
+	$(PY) -m bench
+
+airflow: setup ## the Airflow UI on http://localhost:8080 (standalone; login printed in the log)
+	$(PY) -m scripts.airflow_standalone
+
+clean: ## remove generated data (not the venv or caches)
+	rm -rf .data tests/_output

@@ -1,0 +1,132 @@
+"""``python -m spark_jobs``: the one command line of CONTRACTS.md section 1.
+
+Every failure a user can cause ends as one line ``statekeeper: <reason>`` on stderr and a non-zero
+exit code; nothing here imports pyspark until a command needs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from spark_jobs.errors import UserError
+
+# Packages that add their own subcommands through ``register(subparsers)``.
+SUBCOMMAND_MODULES = ("spark_jobs.checkpoints.cli", "spark_jobs.quality.cli", "spark_jobs.publish")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line (and exit code 2), not a usage dump."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UserError(f"{self.prog}: {message} (see --help)", exit_code=2)
+
+
+def parse_conf(pairs: Sequence[str] | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"--conf {pair!r} must be key=value")
+        out[key.strip()] = value
+    return out
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from spark_jobs.runtime.spec import load_all
+
+    for s in load_all():
+        kinds = "+".join(s.kinds)
+        print(f"{s.name:<16} {s.mode:<11} {kinds:<16} {s.output_mode:<7} trigger={s.trigger}  output={s.output}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from spark_jobs.runtime.durations import parse_seconds
+    from spark_jobs.runtime.spec import load_spec
+
+    spec = load_spec(args.job).with_overrides(
+        input=args.input, output=args.output, checkpoint=args.checkpoint, trigger=args.trigger
+    )
+    run_for = parse_seconds(args.run_for, "--run-for") if args.run_for else None
+    if run_for is not None and run_for <= 0:
+        raise UserError("--run-for must be positive")
+    from spark_jobs.jobs.runner import run_job
+
+    summary = run_job(spec, conf=parse_conf(args.conf), run_for=run_for)
+    print(summary.line())
+    return 0
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from spark_jobs.generate import generate
+
+    report = generate(
+        args.kind,
+        out=args.out,
+        events=args.events,
+        keys=args.keys,
+        seed=args.seed,
+        bad_rate=args.bad_rate,
+        late_rate=args.late_rate,
+        files=args.files,
+        dup_rate=args.dup_rate,
+    )
+    print(report.line())
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = OneLineParser(prog="python -m spark_jobs", description="Statekeeper's stateful Spark jobs.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+
+    sp = sub.add_parser("list", help="every job, one line each, with its mode and output")
+    sp.set_defaults(func=cmd_list)
+
+    sp = sub.add_parser("run", help="run a job (available-now: process what is there, then exit)")
+    sp.add_argument("job")
+    sp.add_argument("--input", action="append", metavar="URI", help="landing folder (KIND=URI for a job with several inputs)")
+    sp.add_argument("--output", metavar="URI", help="the Delta table to write")
+    sp.add_argument("--checkpoint", metavar="URI", help="the checkpoint folder")
+    sp.add_argument("--trigger", help="available-now | processing-time:30s")
+    sp.add_argument("--run-for", metavar="DURATION", help="stop a processing-time run after this long")
+    sp.add_argument("--conf", action="append", metavar="KEY=VALUE", help="extra Spark conf")
+    sp.set_defaults(func=cmd_run)
+
+    from spark_jobs.generate import KINDS as GEN_KINDS
+
+    sp = sub.add_parser("generate", help="write sample JSON-lines events into a landing folder")
+    sp.add_argument("kind", choices=GEN_KINDS)
+    sp.add_argument("--out", required=True, metavar="URI")
+    sp.add_argument("--events", required=True, type=int)
+    sp.add_argument("--keys", type=int, default=None, help="distinct users/services (default: events/20)")
+    sp.add_argument("--seed", type=int, default=1)
+    sp.add_argument("--bad-rate", type=float, default=0.0, help="share of bad lines (0..1)")
+    sp.add_argument("--late-rate", type=float, default=0.0, help="share of events hours behind (0..1)")
+    sp.add_argument("--dup-rate", type=float, default=0.0, help="share of re-sent duplicate events (0..1)")
+    sp.add_argument("--files", type=int, default=None, help="files to split the events into")
+    sp.set_defaults(func=cmd_generate)
+
+    for name in SUBCOMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:  # that package has no subcommand (yet); others still work
+                continue
+            raise
+        module.register(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return int(args.func(args) or 0)
+    except UserError as exc:
+        print(f"statekeeper: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("statekeeper: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,1 @@
+"""Sources (landing files), sinks (Delta) and the quarantine of bad records."""

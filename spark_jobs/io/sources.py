@@ -1,0 +1,44 @@
+"""Landing folders of JSON-lines files, read as a stream of raw lines with their file names."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from spark_jobs.errors import UserError
+from spark_jobs.runtime import paths
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from spark_jobs.runtime.spec import JobSpec
+
+# Files the source picks up; generate writes hidden temp files and renames them into place, and
+# Spark's file source skips names starting with "." or "_".
+FILE_GLOB = "*.json*"
+
+
+def check_input(uri: str, job: str) -> None:
+    """A missing or unreadable local landing folder is a user error, said before Spark starts."""
+    local = paths.local_path(uri)
+    if local is None:
+        return
+    if not local.exists():
+        raise UserError(f"input folder {uri} of job {job} does not exist; generate data into it or pass --input")
+    if not local.is_dir():
+        raise UserError(f"input {uri} of job {job} is not a folder of JSON-lines files")
+    try:
+        next(iter(local.iterdir()), None)
+    except OSError as exc:
+        raise UserError(f"input folder {uri} of job {job} is not readable: {exc.strerror}") from exc
+
+
+def read_lines(spark: SparkSession, spec: JobSpec, kind: str) -> DataFrame:
+    """The stream of (value, source_file) lines of the job's ``kind`` landing folder."""
+    from pyspark.sql import functions as F
+
+    uri = spec.inputs[kind]
+    check_input(uri, spec.name)
+    reader = spark.readStream.format("text").option("pathGlobFilter", FILE_GLOB)
+    if spec.max_files_per_trigger:
+        reader = reader.option("maxFilesPerTrigger", spec.max_files_per_trigger)
+    return reader.load(uri).select("value", F.col("_metadata.file_path").alias("source_file"))

@@ -1,0 +1,1 @@
+"""Session building, job specs, progress logging and the one-writer lock."""

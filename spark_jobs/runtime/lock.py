@@ -1,0 +1,108 @@
+"""One writer per checkpoint: an ``flock`` on ``<checkpoint>/_statekeeper/lock``.
+
+The kernel drops an flock when its process dies, so a lock left by a killed run is free at once
+and is taken over safely; the file's text (pid, host, start) only tells people who holds it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from spark_jobs.errors import LockHeld, UserError
+from spark_jobs.runtime import paths
+
+
+def lock_path(checkpoint: str) -> Path:
+    local = paths.local_path(checkpoint)
+    if local is None:
+        raise UserError(
+            f"checkpoint {checkpoint} is not a local or mounted path; the one-writer lock needs one"
+        )
+    return local / paths.STATEKEEPER_DIR / paths.LOCK_FILE
+
+
+class JobLock:
+    """Hold it for the life of a run: ``with JobLock(ckpt, job="sessions"): ...``."""
+
+    def __init__(self, checkpoint: str, job: str = "", purpose: str = "run") -> None:
+        self.checkpoint = checkpoint
+        self.job = job
+        self.purpose = purpose
+        self.path = lock_path(checkpoint)
+        self._fd: int | None = None
+
+    def acquire(self) -> JobLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            who = describe(holder(self.checkpoint))
+            raise LockHeld(
+                f"checkpoint {self.checkpoint} is in use by {who}; wait for it to finish or stop "
+                "it (one writer per checkpoint)"
+            ) from None
+        info = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "job": self.job,
+            "purpose": self.purpose,
+            "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            try:
+                os.ftruncate(self._fd, 0)
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+            finally:
+                os.close(self._fd)
+                self._fd = None
+
+    def __enter__(self) -> JobLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def is_held(checkpoint: str) -> bool:
+    """True while a live process holds the lock (probing never takes it for long)."""
+    path = lock_path(checkpoint)
+    if not path.exists():
+        return False
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def holder(checkpoint: str) -> dict[str, Any] | None:
+    """Who holds the lock (pid, host, job, since), or None when it is free."""
+    if not is_held(checkpoint):
+        return None
+    try:
+        return dict(json.loads(lock_path(checkpoint).read_text() or "{}"))
+    except (OSError, ValueError):
+        return {}
+
+
+def describe(info: dict[str, Any] | None) -> str:
+    if not info:
+        return "another process"
+    return f"{info.get('purpose', 'run')} of job {info.get('job') or '?'} (pid {info.get('pid')} on {info.get('host')} since {info.get('since')})"

@@ -1,0 +1,83 @@
+"""The SparkSession every job, test and benchmark uses: Delta, the state store, the cached jars."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING
+
+from spark_jobs.runtime import jars
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from spark_jobs.runtime.spec import JobSpec
+
+STATE_STORE_PROVIDERS = {
+    "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+    "hdfs": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
+}
+CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+
+
+def spec_confs(spec: JobSpec) -> dict[str, str]:
+    """The Spark confs a job's spec decides (state store, partitions, retention)."""
+    return {
+        "spark.sql.shuffle.partitions": str(spec.shuffle_partitions),
+        "spark.sql.streaming.stateStore.providerClass": STATE_STORE_PROVIDERS[spec.state_store],
+        CHANGELOG_CONF: str(spec.changelog_checkpointing).lower(),
+        "spark.sql.streaming.minBatchesToRetain": str(spec.min_batches_to_retain),
+    }
+
+
+def base_confs() -> dict[str, str]:
+    return {
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.streaming.stateStore.providerClass": STATE_STORE_PROVIDERS["rocksdb"],
+        CHANGELOG_CONF: "true",
+        # Every table Statekeeper creates keeps a change feed: quality checks read only new rows.
+        "spark.databricks.delta.properties.defaults.enableChangeDataFeed": "true",
+        "spark.sql.adaptive.enabled": "false",
+        "spark.driver.extraJavaOptions": "-Dlog4j2.level=WARN",
+    }
+
+
+def build_session(
+    app_name: str = "statekeeper",
+    spec: JobSpec | None = None,
+    conf: dict[str, str] | None = None,
+    master: str | None = None,
+) -> SparkSession:
+    """A session for ``spec`` (or a generic one), with ``conf`` applied last.
+
+    Under spark-submit the master and jars come from the submit command; locally the master is
+    ``$STATEKEEPER_SPARK_MASTER`` or ``local[2]`` and Delta's jars come from ``./.cache/jars``.
+    """
+    # Python workers must run the venv's interpreter, or they cannot import pyarrow and pandas.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    under_submit = "PYSPARK_GATEWAY_PORT" in os.environ
+    builder = SparkSession.builder.appName(app_name)
+    settings = base_confs()
+    if not under_submit:
+        builder = builder.master(master or os.environ.get("STATEKEEPER_SPARK_MASTER", "local[2]"))
+        settings["spark.jars"] = ",".join(jars.jar_paths())
+        settings["spark.driver.memory"] = os.environ.get("STATEKEEPER_DRIVER_MEMORY", "2g")
+    if spec is not None:
+        settings.update(spec_confs(spec))
+    settings.update(conf or {})
+    for k, v in settings.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("STATEKEEPER_SPARK_LOG_LEVEL", "ERROR"))
+    # getOrCreate reuses a live session (tests): runtime SQL confs must still follow the spec.
+    for k, v in settings.items():
+        if k.startswith("spark.sql.") and "extensions" not in k and "catalog" not in k:
+            spark.conf.set(k, v)
+    return spark

@@ -1,0 +1,257 @@
+"""Job specs: ``include/jobs/JOB.yaml`` read in one place, for the Spark side and the DAGs alike.
+
+A spec names a job's input(s), output, checkpoint, watermark, state store, trigger and parameters.
+Relative paths are under the project root (``./.data/...`` on the embedded default).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from spark_jobs.errors import UserError
+from spark_jobs.runtime import paths
+from spark_jobs.runtime.durations import parse_seconds
+
+STATE_STORES = ("rocksdb", "hdfs")
+MODES = ("catch-up", "continuous")
+OUTPUT_MODES = ("append", "update")
+TRIGGER_HELP = "available-now or processing-time:30s"
+
+_KNOWN_KEYS = {
+    "name", "description", "pattern", "mode", "schedule", "inputs", "output", "checkpoint",
+    "trigger", "watermark", "state_store", "changelog_checkpointing", "shuffle_partitions",
+    "min_batches_to_retain", "max_files_per_trigger", "output_mode", "executor", "params",
+    "quality", "snapshots", "supervise", "owner", "tags",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """``available-now`` (process everything, then stop) or ``processing-time`` every N seconds."""
+
+    kind: str
+    interval_seconds: float = 0.0
+
+    @classmethod
+    def parse(cls, text: str) -> Trigger:
+        text = str(text).strip()
+        if text in ("available-now", "availableNow", "available_now"):
+            return cls("available-now")
+        if text.startswith("processing-time:"):
+            secs = parse_seconds(text.split(":", 1)[1], "trigger interval")
+            if secs <= 0:
+                raise UserError(f"trigger interval in {text!r} must be positive")
+            return cls("processing-time", secs)
+        raise UserError(f"unknown trigger {text!r}; use {TRIGGER_HELP}")
+
+    @property
+    def available_now(self) -> bool:
+        return self.kind == "available-now"
+
+    def __str__(self) -> str:
+        if self.available_now:
+            return "available-now"
+        return f"processing-time:{self.interval_seconds:g}s"
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    name: str
+    description: str
+    pattern: str  # "arbitrary" (our state logic) or "builtin" (Spark's own operators)
+    mode: str  # catch-up (scheduled available-now runs) or continuous (supervised)
+    schedule: str | None
+    inputs: dict[str, str]  # input kind -> landing folder URI
+    output: str
+    checkpoint: str
+    trigger: Trigger
+    watermark_seconds: float
+    state_store: str
+    changelog_checkpointing: bool
+    shuffle_partitions: int
+    min_batches_to_retain: int
+    max_files_per_trigger: int | None
+    output_mode: str
+    executor: str
+    params: dict[str, Any] = field(default_factory=dict)
+    quality: dict[str, Any] = field(default_factory=dict)
+    snapshots: dict[str, Any] = field(default_factory=dict)
+    supervise: dict[str, Any] = field(default_factory=dict)
+    owner: str = "platform"
+    tags: tuple[str, ...] = ()
+    path: str = ""
+
+    @property
+    def kinds(self) -> list[str]:
+        return list(self.inputs)
+
+    @property
+    def input(self) -> str:
+        """The single input of a one-source job."""
+        return next(iter(self.inputs.values()))
+
+    @property
+    def quarantine(self) -> str:
+        return paths.join(self.output, paths.QUARANTINE_TABLE)
+
+    def param_seconds(self, key: str) -> float:
+        if key not in self.params:
+            raise UserError(f"job {self.name}: spec has no params.{key}; add it to {self.path}")
+        return parse_seconds(self.params[key], f"params.{key} of job {self.name}")
+
+    def with_overrides(
+        self,
+        input: str | list[str] | None = None,
+        output: str | None = None,
+        checkpoint: str | None = None,
+        trigger: str | None = None,
+    ) -> JobSpec:
+        """The spec with the command line's ``--input/--output/--checkpoint/--trigger`` applied."""
+        changes: dict[str, Any] = {}
+        if input:
+            changes["inputs"] = _override_inputs(self, [input] if isinstance(input, str) else input)
+        if output:
+            changes["output"] = _resolve(output)
+        if checkpoint:
+            changes["checkpoint"] = _resolve(checkpoint)
+        if trigger:
+            changes["trigger"] = Trigger.parse(trigger)
+        return replace(self, **changes)
+
+    def state_fingerprint(self) -> dict[str, Any]:
+        """What a checkpoint's state depends on: changing any of these breaks restored state."""
+        return {
+            "job": self.name,
+            "pattern": self.pattern,
+            "executor": self.executor,
+            "state_store": self.state_store,
+            "shuffle_partitions": self.shuffle_partitions,
+            "watermark_seconds": self.watermark_seconds,
+            "output_mode": self.output_mode,
+            "kinds": self.kinds,
+            "params": {k: v for k, v in sorted(self.params.items()) if k not in ("alert_note",)},
+        }
+
+    def fingerprint_hash(self) -> str:
+        raw = json.dumps(self.state_fingerprint(), sort_keys=True, default=str)
+        return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["trigger"] = str(self.trigger)
+        return d
+
+
+def _resolve(uri: str) -> str:
+    """Relative local paths are under the project root; URLs are left alone."""
+    if "://" in uri:
+        return uri.rstrip("/")
+    p = Path(uri).expanduser()
+    if not p.is_absolute():
+        p = paths.project_root() / p
+    return str(p)
+
+
+def _override_inputs(spec: JobSpec, values: list[str]) -> dict[str, str]:
+    """``--input URI`` (one-source job, or a root holding one folder per kind) or ``KIND=URI``."""
+    out = dict(spec.inputs)
+    for v in values:
+        kind, sep, uri = v.partition("=")
+        if sep and "://" not in kind and "/" not in kind:
+            if kind not in out:
+                raise UserError(f"job {spec.name} has no input {kind!r}; its inputs: {', '.join(out)}")
+            out[kind] = _resolve(uri)
+        elif len(out) == 1:
+            out = {spec.kinds[0]: _resolve(v)}
+        else:
+            out = {k: paths.join(_resolve(v), k) for k in out}
+    return out
+
+
+def load_spec(name: str, spec_dir: Path | None = None) -> JobSpec:
+    """The spec of job ``name``; a one-line UserError for an unknown job or a bad spec."""
+    folder = spec_dir or paths.specs_dir()
+    path = folder / f"{name}.yaml"
+    if not path.is_file():
+        known = ", ".join(list_jobs(folder)) or "none"
+        raise UserError(f"unknown job {name!r}; known jobs: {known}")
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        line = getattr(getattr(exc, "problem_mark", None), "line", None)
+        where = f" line {line + 1}" if line is not None else ""
+        raise UserError(f"job spec {path}{where} is not valid YAML") from exc
+    return parse_spec(raw, str(path), default_name=name)
+
+
+def parse_spec(raw: dict[str, Any], where: str, default_name: str | None = None) -> JobSpec:
+    if not isinstance(raw, dict):
+        raise UserError(f"job spec {where} must be a mapping")
+    unknown = sorted(set(raw) - _KNOWN_KEYS)
+    if unknown:
+        raise UserError(f"job spec {where}: unknown key(s) {', '.join(unknown)}")
+
+    def need(key: str) -> Any:
+        if key not in raw:
+            raise UserError(f"job spec {where}: missing required key {key!r}")
+        return raw[key]
+
+    def choice(key: str, allowed: tuple[str, ...], default: str) -> str:
+        val = str(raw.get(key, default))
+        if val not in allowed:
+            raise UserError(f"job spec {where}: {key} must be one of {', '.join(allowed)}, not {val!r}")
+        return val
+
+    inputs = need("inputs")
+    if not isinstance(inputs, dict) or not inputs:
+        raise UserError(f"job spec {where}: inputs must map an input kind to a folder")
+    try:
+        shuffle = int(raw.get("shuffle_partitions", 4))
+        retain = int(raw.get("min_batches_to_retain", 20))
+        mfpt = raw.get("max_files_per_trigger")
+        mfpt = int(mfpt) if mfpt is not None else None
+    except (TypeError, ValueError) as exc:
+        raise UserError(f"job spec {where}: {exc}") from exc
+    if shuffle < 1 or retain < 1:
+        raise UserError(f"job spec {where}: shuffle_partitions and min_batches_to_retain must be >= 1")
+    return JobSpec(
+        name=str(raw.get("name", default_name)),
+        description=str(raw.get("description", "")).strip(),
+        pattern=choice("pattern", ("arbitrary", "builtin"), "arbitrary"),
+        mode=choice("mode", MODES, "catch-up"),
+        schedule=raw.get("schedule"),
+        inputs={str(k): _resolve(str(v)) for k, v in inputs.items()},
+        output=_resolve(str(need("output"))),
+        checkpoint=_resolve(str(need("checkpoint"))),
+        trigger=Trigger.parse(raw.get("trigger", "available-now")),
+        watermark_seconds=parse_seconds(need("watermark"), f"watermark in {where}"),
+        state_store=choice("state_store", STATE_STORES, "rocksdb"),
+        changelog_checkpointing=bool(raw.get("changelog_checkpointing", True)),
+        shuffle_partitions=shuffle,
+        min_batches_to_retain=retain,
+        max_files_per_trigger=mfpt,
+        output_mode=choice("output_mode", OUTPUT_MODES, "append"),
+        executor=choice("executor", ("per-key", "batched"), "per-key"),
+        params=dict(raw.get("params") or {}),
+        quality=dict(raw.get("quality") or {}),
+        snapshots=dict(raw.get("snapshots") or {}),
+        supervise=dict(raw.get("supervise") or {}),
+        owner=str(raw.get("owner", "platform")),
+        tags=tuple(raw.get("tags") or ()),
+        path=where,
+    )
+
+
+def list_jobs(spec_dir: Path | None = None) -> list[str]:
+    folder = spec_dir or paths.specs_dir()
+    return sorted(p.stem for p in folder.glob("*.yaml"))
+
+
+def load_all(spec_dir: Path | None = None) -> list[JobSpec]:
+    return [load_spec(n, spec_dir) for n in list_jobs(spec_dir)]
