@@ -1,0 +1,48 @@
+"""Shared fixtures. One session-scoped ``spark`` (local[2], UI off, few shuffle partitions, Delta);
+every test owns its ``tmp_path``. Every test module carries a tier marker or collection fails."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TIERS = {"unit", "integration", "dags", "e2e"}
+
+os.environ.setdefault("STATEKEEPER_HOME", str(ROOT))
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+for p in (str(ROOT), str(ROOT / "plugins")):
+    if p not in sys.path:
+        sys.path.insert(0, p)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    unmarked = [i.nodeid for i in items if not TIERS & {m.name for m in i.iter_markers()}]
+    if unmarked:
+        raise pytest.UsageError(
+            f"tests without a tier marker ({', '.join(sorted(TIERS))}): {', '.join(unmarked[:5])}"
+        )
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from spark_jobs.runtime.session import build_session
+
+    session = build_session(
+        "statekeeper-tests",
+        conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"},
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def output_dir() -> Path:
+    """Where tests keep what a person may want to look at afterwards (screenshots, figures)."""
+    out = ROOT / "tests" / "_output"
+    out.mkdir(parents=True, exist_ok=True)
+    return out
