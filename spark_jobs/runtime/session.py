@@ -6,7 +6,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from spark_jobs.runtime import jars
+from spark_jobs.runtime import jars, paths
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -42,8 +42,14 @@ def base_confs() -> dict[str, str]:
         # Every table Statekeeper creates keeps a change feed: quality checks read only new rows.
         "spark.databricks.delta.properties.defaults.enableChangeDataFeed": "true",
         "spark.sql.adaptive.enabled": "false",
-        "spark.driver.extraJavaOptions": "-Dlog4j2.level=WARN",
     }
+
+
+def _log_options(log_file: str | None) -> str:
+    """Spark's log to ``log_file`` (default: $STATEKEEPER_SPARK_LOG or /tmp), console quiet."""
+    target = log_file or os.environ.get("STATEKEEPER_SPARK_LOG", "/tmp/statekeeper-spark.log")
+    props = paths.project_root() / "include" / "spark" / "log4j2.properties"
+    return f"-Dlog4j2.configurationFile=file:{props} -Dstatekeeper.log.file={target}"
 
 
 def build_session(
@@ -51,6 +57,7 @@ def build_session(
     spec: JobSpec | None = None,
     conf: dict[str, str] | None = None,
     master: str | None = None,
+    log_file: str | None = None,
 ) -> SparkSession:
     """A session for ``spec`` (or a generic one), with ``conf`` applied last.
 
@@ -60,6 +67,8 @@ def build_session(
     # Python workers must run the venv's interpreter, or they cannot import pyarrow and pandas.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # pyspark's own pandas calls raise FutureWarnings in every Python worker; they are not ours.
+    os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning,ignore::DeprecationWarning")
     from pyspark.sql import SparkSession
 
     under_submit = "PYSPARK_GATEWAY_PORT" in os.environ
@@ -67,6 +76,7 @@ def build_session(
     settings = base_confs()
     if not under_submit:
         builder = builder.master(master or os.environ.get("STATEKEEPER_SPARK_MASTER", "local[2]"))
+        settings["spark.driver.extraJavaOptions"] = _log_options(log_file)
         settings["spark.jars"] = ",".join(jars.jar_paths())
         settings["spark.driver.memory"] = os.environ.get("STATEKEEPER_DRIVER_MEMORY", "2g")
     if spec is not None:

@@ -1,0 +1,36 @@
+"""``order_payments``: orders with their payment (built-in stream-stream left outer join on
+order_id, payment within ``payment_within`` of the order). An unpaid order is written with
+matched=false once the watermark passes order_time + payment_within."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spark_jobs.runtime.durations import spark_interval
+
+SINK = "append"
+
+
+def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
+    from pyspark.sql import functions as F
+
+    wm = spark_interval(spec.watermark_seconds)
+    within = spark_interval(spec.param_seconds("payment_within"))
+    orders = events["orders"].select(
+        "order_id", "user_id", "amount", F.col("event_time").alias("order_time")
+    ).withWatermark("order_time", wm)
+    payments = events["payments"].select(
+        "payment_id",
+        F.col("order_id").alias("paid_order_id"),
+        F.col("amount").alias("payment_amount"),
+        F.col("event_time").alias("payment_time"),
+    ).withWatermark("payment_time", wm)
+    cond = (
+        (F.col("order_id") == F.col("paid_order_id"))
+        & (F.col("payment_time") >= F.col("order_time"))
+        & (F.col("payment_time") <= F.col("order_time") + F.expr(f"INTERVAL {within}"))
+    )
+    return orders.join(payments, cond, "leftOuter").select(
+        "order_id", "user_id", "order_time", "payment_id", "payment_time", "amount",
+        "payment_amount", F.col("payment_id").isNotNull().alias("matched"),
+    )  # fmt: skip

@@ -1,0 +1,117 @@
+"""``service_health``: liveness per service with transformWithStateInPandas (timers and initial
+state). Timers follow the watermark in available-now runs (deterministic, and the run ends) and
+the clock in processing-time runs. Logic: :mod:`spark_jobs.state.service_health`.
+
+transformWithState needs the RocksDB state store, and Spark pins the time mode in the checkpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from spark_jobs.errors import UserError
+from spark_jobs.io.tables import OUTPUTS, columns
+from spark_jobs.runtime import paths
+from spark_jobs.runtime.durations import spark_interval
+
+SINK = "append"
+HEALTH_SCHEMA = "last_seen long, status string"
+INITIAL_STATE_SCHEMA = "service string, status string, last_seen timestamp"
+TS_COLUMNS = ("alert_time", "last_seen")
+
+
+def time_mode(spec: Any) -> str:
+    return "EventTime" if spec.trigger.available_now else "ProcessingTime"
+
+
+def make_processor(stale_ms: int, mode: str):
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+    from spark_jobs.jobs.pandas_io import concat, emit, to_ms
+    from spark_jobs.state import service_health as logic
+
+    processing = mode == "ProcessingTime"
+    cols = columns("service_health")
+
+    class ServiceHealthProcessor(StatefulProcessor):
+        def init(self, handle: Any) -> None:
+            self.handle = handle
+            self.health = handle.getValueState("health", HEALTH_SCHEMA)
+
+        def _get(self) -> Any:
+            if not self.health.exists():
+                return None
+            last_seen, status = self.health.get()
+            return logic.Health(int(last_seen), str(status))
+
+        def _retime(self, timer: int | None) -> None:
+            for t in list(self.handle.listTimers()):
+                self.handle.deleteTimer(t)
+            if timer is not None:
+                self.handle.registerTimer(timer)
+
+        def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[Any]:
+            expiry = expiredTimerInfo.getExpiryTimeInMs()
+            when = timerValues.getCurrentProcessingTimeInMs() if processing else expiry
+            alerts, new = logic.on_timer(key[0], self._get(), when)
+            if new is not None:
+                self.health.update((new.last_seen, new.status))
+            yield from emit(alerts, cols, TS_COLUMNS)
+
+        def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
+            df = concat(rows)
+            if df is None:
+                return
+            now = timerValues.getCurrentProcessingTimeInMs() if processing else None
+            alerts, new, timer = logic.on_logs(key[0], to_ms(df["event_time"]).tolist(), self._get(), stale_ms, now)
+            self.health.update((new.last_seen, new.status))
+            self._retime(timer)
+            yield from emit(alerts, cols, TS_COLUMNS)
+
+        def handleInitialState(self, key: Any, initialState: Any, timerValues: Any) -> None:
+            row = initialState.iloc[-1]
+            prev = logic.Health(int(to_ms(initialState["last_seen"])[-1]), str(row["status"]))
+            self.health.update((prev.last_seen, prev.status))
+            now = timerValues.getCurrentProcessingTimeInMs() if processing else None
+            self._retime(logic.initial_timer(prev, stale_ms, now))
+
+        def close(self) -> None:
+            pass
+
+    return ServiceHealthProcessor()
+
+
+def initial_state(spark: Any, spec: Any) -> Any | None:
+    """Known services and their last status, from the Delta table ``params.initial_state``."""
+    uri = spec.params.get("initial_state")
+    if not uri:
+        return None
+    from spark_jobs.runtime.spec import _resolve
+
+    uri = _resolve(str(uri))
+    local = paths.local_path(uri)
+    if local is not None and not (local / "_delta_log").is_dir():
+        return None  # no known services yet: start from nothing
+    df = spark.read.format("delta").load(uri)
+    missing = {"service", "status", "last_seen"} - set(df.columns)
+    if missing:
+        raise UserError(f"initial state table {uri} lacks column(s) {', '.join(sorted(missing))}")
+    return df.selectExpr("service", "status", "CAST(last_seen AS timestamp) AS last_seen").groupBy("service")
+
+
+def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
+    if spec.state_store != "rocksdb":
+        raise UserError(f"job {spec.name} uses transformWithState, which needs state_store: rocksdb (spec says {spec.state_store})")
+    stale_ms = int(spec.param_seconds("stale_after") * 1000)
+    mode = time_mode(spec)
+    stream = events["service-logs"].select("service", "event_time")
+    if mode == "EventTime":
+        stream = stream.withWatermark("event_time", spark_interval(spec.watermark_seconds))
+    return stream.groupBy("service").transformWithStateInPandas(
+        statefulProcessor=make_processor(stale_ms, mode),
+        outputStructType=OUTPUTS["service_health"],
+        outputMode="Append",
+        timeMode=mode,
+        initialState=initial_state(spark, spec),
+    )

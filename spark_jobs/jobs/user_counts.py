@@ -1,0 +1,35 @@
+"""``user_counts``: running totals per user, one output per user per update (mapGroupsWithState
+semantics), update mode, upserted into Delta. Logic: :mod:`spark_jobs.state.user_counts`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from spark_jobs.io.tables import OUTPUTS, columns
+from spark_jobs.runtime.durations import spark_interval
+
+SINK = "upsert"
+KEY = "user_id"
+STATE_SCHEMA = "total_events long, purchases long, last_event_ms long"
+
+
+def update_totals(key: tuple, pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
+    from spark_jobs.jobs.pandas_io import concat, emit, to_ms
+    from spark_jobs.state import user_counts as logic
+
+    prev = tuple(state.get) if state.exists else None
+    df = concat(pdfs)
+    events = [] if df is None else list(zip(to_ms(df["event_time"]).tolist(), df["event_type"], strict=True))
+    row, new = logic.update(key[0], events, prev)  # type: ignore[arg-type]
+    state.update(new)
+    yield from emit([row], columns("user_counts"), ("last_event_time",))
+
+
+def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
+    stream = events["clickstream"].withWatermark("event_time", spark_interval(spec.watermark_seconds))
+    return (
+        stream.select("user_id", "event_time", "event_type")
+        .groupBy("user_id")
+        .applyInPandasWithState(update_totals, OUTPUTS["user_counts"], STATE_SCHEMA, "update", "NoTimeout")
+    )

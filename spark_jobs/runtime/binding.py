@@ -1,0 +1,61 @@
+"""A checkpoint remembers the job spec that wrote it (``_statekeeper/job.json``).
+
+Spark pins some choices in the checkpoint (shuffle partitions, state store provider, the
+transformWithState time mode) and our state blobs depend on others (executor, parameters).
+Changing one under a live checkpoint fails deep inside Spark or, worse, silently; we refuse it
+up front with a one-line reason instead.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from spark_jobs.errors import UserError
+from spark_jobs.runtime import paths
+
+
+def binding_path(checkpoint: str) -> str:
+    return paths.join(checkpoint, paths.STATEKEEPER_DIR, paths.BINDING_FILE)
+
+
+def read_binding(checkpoint: str) -> dict[str, Any] | None:
+    import fsspec
+
+    fs, p = fsspec.core.url_to_fs(binding_path(checkpoint))
+    if not fs.exists(p):
+        return None
+    try:
+        return dict(json.loads(fs.cat_file(p)))
+    except ValueError as exc:
+        raise UserError(f"{binding_path(checkpoint)} is not valid JSON; restore it from a snapshot or delete it") from exc
+
+
+def has_state(checkpoint: str) -> bool:
+    """True once Spark has written to the checkpoint (a first batch planned)."""
+    import fsspec
+
+    fs, p = fsspec.core.url_to_fs(paths.join(checkpoint, "offsets"))
+    return bool(fs.exists(p) and fs.ls(p))
+
+
+def check_and_bind(checkpoint: str, fingerprint: dict[str, Any], where: str) -> None:
+    """Refuse a spec that no longer matches its checkpoint; record it on first use."""
+    old = read_binding(checkpoint)
+    if old is not None and has_state(checkpoint):
+        before = old.get("fingerprint", {})
+        changed = [k for k in sorted(set(before) | set(fingerprint)) if before.get(k) != fingerprint.get(k)]
+        if changed:
+            k = changed[0]
+            raise UserError(
+                f"checkpoint {checkpoint} was written with {k}={before.get(k)!r} but {where} now "
+                f"gives {k}={fingerprint.get(k)!r}; Spark and the stored state depend on it: put it "
+                "back, or run on a new checkpoint (--checkpoint)"
+            )
+        return
+    import fsspec
+
+    record = {"fingerprint": fingerprint, "bound_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    with fsspec.open(binding_path(checkpoint), "w", auto_mkdir=True) as fh:
+        fh.write(json.dumps(record, indent=2, sort_keys=True, default=str))
