@@ -127,7 +127,7 @@ def _payments(rng: random.Random, n: int, orders_dir: Path, state: dict[str, Any
     done = set(state.get("paid_files", []))
     out: list[dict[str, Any]] = []
     for f in sorted(orders_dir.glob("*.json")):
-        if f.name in done or len(out) >= n:
+        if f.name.startswith(".") or f.name in done or len(out) >= n:
             continue
         for line in f.read_text().splitlines():
             try:

@@ -26,7 +26,9 @@ def project_root() -> Path:
 
 
 def specs_dir() -> Path:
-    return project_root() / "include" / "jobs"
+    """Job specs: $STATEKEEPER_SPECS (tests, staging copies), else ``include/jobs``."""
+    env = os.environ.get("STATEKEEPER_SPECS")
+    return Path(env).resolve() if env else project_root() / "include" / "jobs"
 
 
 def data_dir() -> Path:

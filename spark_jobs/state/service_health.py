@@ -23,16 +23,26 @@ def on_logs(
 ) -> tuple[list[dict], Health, int]:
     """New logs for a service. Returns (alerts, new health, timer to register).
 
-    ``now_ms`` given = processing-time mode: the timer is now + stale_after, else last_seen +
-    stale_after.
+    Event-time mode (``now_ms`` None): the logs are walked in time order, so a silence longer
+    than ``stale_after`` between two logs of one batch is reported (stale, then ok) just as it
+    would be had the logs come in separate batches. Processing-time mode (``now_ms`` given):
+    silence is measured by the clock, so only the timer turns a service stale, and the timer
+    is now + stale_after.
     """
-    times = sorted(times_ms)
-    last_seen = max(times[-1], prev.last_seen if prev else times[-1])
-    alerts = []
-    if prev is not None and prev.status == STALE:
-        alerts.append({"service": service, "status": OK, "alert_time": times[0], "last_seen": last_seen})
-    timer = (now_ms if now_ms is not None else last_seen) + stale_ms
-    return alerts, Health(last_seen, OK), timer
+    alerts: list[dict] = []
+    status = prev.status if prev else None
+    last = prev.last_seen if prev else None
+    for t in sorted(times_ms):
+        if now_ms is None and status == OK and last is not None and t - last > stale_ms:
+            alerts.append({"service": service, "status": STALE, "alert_time": last + stale_ms, "last_seen": last})
+            status = STALE
+        if status == STALE:
+            alerts.append({"service": service, "status": OK, "alert_time": t, "last_seen": t})
+        status = OK
+        last = t if last is None else max(last, t)
+    assert last is not None, "on_logs needs at least one log"
+    timer = (now_ms if now_ms is not None else last) + stale_ms
+    return alerts, Health(last, OK), timer
 
 
 def on_timer(service: str, prev: Health | None, expiry_ms: int) -> tuple[list[dict], Health | None]:

@@ -1,0 +1,204 @@
+"""``python -m spark_jobs checkpoint (inspect | validate | snapshot | snapshots | prune | restore |
+rollback)``: every command takes ``--job JOB`` (the spec's checkpoint) or ``--checkpoint URI``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from spark_jobs.checkpoints import roots
+from spark_jobs.errors import UserError
+
+DEFAULT_KEEP = 7
+
+
+def _target(args: argparse.Namespace) -> roots.Target:
+    return roots.resolve(args.job, args.checkpoint, args.snapshot_root)
+
+
+def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
+    print(json.dumps(data, indent=2, default=str) if args.json else text)
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from spark_jobs.checkpoints.inspect import inspect_checkpoint, render, state_rows
+
+    t = _target(args)
+    info = inspect_checkpoint(t.checkpoint)
+    if args.rows and info.get("exists"):
+        info["state_rows"] = state_rows(t.checkpoint)
+    _emit(args, info, render(info))
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from spark_jobs.checkpoints.validate import validate_checkpoint
+
+    t = _target(args)
+    report = validate_checkpoint(t.checkpoint, t.spec, snapshot_root=t.snapshot_root)
+    d = report.to_dict()
+    lines = [f.line() for f in report.findings]
+    head = f"checkpoint {t.checkpoint}: {d['status']} ({len(report.errors)} errors, {len(report.warnings)} warnings)"
+    if not report.exists:
+        head = f"checkpoint {t.checkpoint}: clean (does not exist yet)"
+    _emit(args, d, "\n".join([head, *lines]))
+    return report.exit_code
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    from spark_jobs.checkpoints.snapshots import take_snapshot
+
+    s = take_snapshot(_target(args), dry_run=args.dry_run)
+    verb = "would store" if args.dry_run else "stored"
+    text = (
+        f"snapshot {s['id']} of batch {s['batch']}: {s['files']} files, {s['bytes']} bytes; "
+        f"{verb} {s['new_files']} new files ({s['new_bytes']} bytes), reused {s['reused_files']}"
+        + ("" if s["valid"] else f"; NOT VALID ({', '.join(s['findings'])})")
+    )
+    _emit(args, s, text)
+    return 0
+
+
+def cmd_snapshots(args: argparse.Namespace) -> int:
+    from spark_jobs.checkpoints.snapshots import list_snapshots
+
+    t = _target(args)
+    snaps = [{k: v for k, v in m.items() if k != "files"} for m in list_snapshots(t.snapshot_root)]
+    lines = [
+        f"{m['id']}  batch {m['batch']:<6} {m['created']}  {m['bytes']:>12} B  {'valid' if m['valid'] else 'INVALID ' + ','.join(m['findings'])}"
+        for m in snaps
+    ]
+    _emit(args, snaps, "\n".join(lines) if lines else f"no snapshots in {t.snapshot_root}")
+    return 0
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    from spark_jobs.checkpoints.snapshots import prune
+    from spark_jobs.runtime.durations import parse_seconds
+
+    t = _target(args)
+    policy = dict(getattr(t.spec, "snapshots", None) or {})
+    keep = args.keep if args.keep is not None else int(policy.get("keep", DEFAULT_KEEP))
+    max_age = parse_seconds(args.max_age, "--max-age") if args.max_age else None
+    r = prune(t, keep=keep, max_age_s=max_age, dry_run=args.dry_run)
+    verb = "would delete" if args.dry_run else "deleted"
+    text = f"{verb} {len(r['deleted'])} snapshot(s) {', '.join(r['deleted'])}; kept {len(r['kept'])}; {r['objects_deleted']} objects, {r['bytes_freed']} bytes"
+    _emit(args, r, text)
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    from spark_jobs.checkpoints.restore import restore
+
+    r = restore(_target(args), args.snapshot, dry_run=args.dry_run, force=args.force)
+    if args.dry_run:
+        text = f"would restore snapshot {r['snapshot']} (batch {r['batch']}, {r['files']} files) into {r['checkpoint']}; old checkpoint would go to {r['old_checkpoint_aside']}"
+        _emit(args, r, text)
+        return 0
+    v = r["validation"]
+    text = f"restored snapshot {r['snapshot']} (batch {r['batch']}) into {r['checkpoint']}; old checkpoint kept at {r['old_checkpoint_aside']}; validation: {v['status']}"
+    _emit(args, r, text)
+    return int(v["exit_code"])
+
+
+def cmd_rollback(args: argparse.Namespace) -> int:
+    from spark_jobs.checkpoints.rollback import delta_version_of_batch, rollback
+
+    t = _target(args)
+    r = rollback(t, args.to_batch, new_query_id=args.new_query_id, dry_run=args.dry_run)
+    output = args.output or getattr(t.spec, "output", None)
+    notes = []
+    if output and r.get("query_id"):
+        qid = r["query_id"]
+        v = delta_version_of_batch(output, [qid, f"statekeeper-{qid}"], args.to_batch)
+        r["delta_output"] = output
+        r["delta_version_of_batch"] = v
+        if v is not None and r["moved_batches"]:
+            notes.append(
+                f"output {output}: batch {args.to_batch} is table version {v}; see docs/checkpoints.md before running again"
+            )
+    verb = "would move" if args.dry_run else "moved"
+    text = f"rollback to batch {args.to_batch} (was {r['last_committed_before']}): {verb} {r['moved']} files of batches {r['moved_batches'] or 'none'} to {r['aside']}"
+    if r.get("new_query_id"):
+        text += f"; new query id {r['new_query_id']}"
+    _emit(args, r, "\n".join([text, *notes]))
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "checkpoint", help="inspect, validate, snapshot, prune, restore, roll back checkpoints"
+    )
+    sub = p.add_subparsers(dest="checkpoint_command", required=True, parser_class=type(p))
+
+    def add(name: str, func: Any, help: str) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=help)
+        who = sp.add_mutually_exclusive_group()
+        who.add_argument("--job", help="the job whose spec names the checkpoint")
+        who.add_argument("--checkpoint", metavar="URI", help="a checkpoint folder (path or URL)")
+        sp.add_argument(
+            "--snapshot-root", metavar="URI", help="snapshot store (default .data/snapshots/<job>)"
+        )
+        sp.add_argument("--json", action="store_true", help="machine-readable output")
+        sp.set_defaults(func=func)
+        return sp
+
+    sp = add("inspect", cmd_inspect, "what a checkpoint holds")
+    sp.add_argument(
+        "--rows",
+        action="store_true",
+        help="also count state rows with Spark's state reader (starts Spark)",
+    )
+    add("validate", cmd_validate, "findings with codes; exit 0 clean, 10 warnings, 20 errors")
+    sp = add(
+        "snapshot",
+        cmd_snapshot,
+        "incremental copy at the last committed batch (takes the job lock)",
+    )
+    sp.add_argument("--dry-run", action="store_true")
+    add("snapshots", cmd_snapshots, "list snapshots, newest first")
+    sp = add(
+        "prune", cmd_prune, "delete old snapshots by count and age (never the newest valid one)"
+    )
+    sp.add_argument(
+        "--keep",
+        type=int,
+        help=f"snapshots to keep (default: spec snapshots.keep or {DEFAULT_KEEP})",
+    )
+    sp.add_argument(
+        "--max-age", metavar="DURATION", help="delete snapshots older than this, e.g. 14d"
+    )
+    sp.add_argument("--dry-run", action="store_true")
+    sp = add(
+        "restore",
+        cmd_restore,
+        "put a snapshot back in place, atomically; old checkpoint kept aside",
+    )
+    sp.add_argument("--snapshot", metavar="ID", help="snapshot id (default: the newest valid one)")
+    sp.add_argument(
+        "--force",
+        action="store_true",
+        help="restore even if the snapshot does not validate or is of another job",
+    )
+    sp.add_argument("--dry-run", action="store_true")
+    sp = add(
+        "rollback",
+        cmd_rollback,
+        "make batch N the last committed one (state for N must be on disk)",
+    )
+    sp.add_argument("--to-batch", type=int, required=True, metavar="N")
+    sp.add_argument(
+        "--new-query-id",
+        action="store_true",
+        help="give the checkpoint a new query id (see docs/checkpoints.md: Delta sinks)",
+    )
+    sp.add_argument(
+        "--output",
+        metavar="URI",
+        help="the job's Delta output, to say which table version batch N wrote",
+    )
+    sp.add_argument("--dry-run", action="store_true")
+
+
+__all__ = ["register", "UserError"]

@@ -1,0 +1,174 @@
+"""``inspect``: what a checkpoint holds, from its files (no Spark): batches, watermark, pinned
+confs, state stores, the recovery window ``minBatchesToRetain`` leaves, sizes.
+
+``--rows`` adds what only Spark's state reader knows (row counts per operator); it starts Spark.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from spark_jobs.checkpoints.layout import STATEKEEPER_DIR, Layout, read_layout
+from spark_jobs.checkpoints.validate import recovery_window
+
+PINNED_SHOWN = (
+    "spark.sql.shuffle.partitions",
+    "spark.sql.streaming.stateStore.providerClass",
+    "spark.sql.streaming.stateStore.rocksdb.formatVersion",
+    "spark.sql.streaming.aggregation.stateFormatVersion",
+    "spark.sql.streaming.flatMapGroupsWithState.stateFormatVersion",
+    "spark.sql.streaming.join.stateFormatVersion",
+    "spark.sql.streaming.stateStore.encodingFormat",
+    "spark.sql.streaming.stateStore.compression.codec",
+)
+
+
+def _iso(ms: Any) -> str | None:
+    if not isinstance(ms, int | float) or ms <= 0:
+        return None
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))
+
+
+def inspect_checkpoint(checkpoint: str, layout: Layout | None = None) -> dict[str, Any]:
+    started = time.perf_counter()
+    lay = layout or read_layout(checkpoint)
+    if not lay.exists:
+        return {"checkpoint": checkpoint, "exists": False}
+    last = lay.last_offset
+    last_meta = lay.offset_meta.get(last, {}) if last is not None else {}
+    pinned = lay.pinned_conf()
+    operators = []
+    for op in sorted(lay.operators, key=lambda o: (len(o), o)):
+        stores = [s for s in lay.data_stores() if s.op == op]
+        kinds: dict[str, int] = {}
+        versions: set[int] = set()
+        for s in stores:
+            versions |= set(s.versions)
+            for k, b in s.bytes_by_kind.items():
+                kinds[k] = kinds.get(k, 0) + b
+        meta = lay.operators.get(op) or {}
+        operators.append({
+            "operator": op,
+            "name": (meta.get("operatorInfo") or {}).get("operatorName"),
+            "stores": sorted({s.store or "default" for s in stores}),
+            "partitions": len({s.part for s in stores}),
+            "provider": sorted({s.provider for s in stores}),
+            "versions": [min(versions), max(versions)] if versions else None,
+            "version_count": len(versions),
+            "bytes_by_kind": dict(sorted(kinds.items())),
+            "bytes": lay.total_bytes(f"state/{op}/"),
+        })  # fmt: skip
+    window = recovery_window(lay)
+    window["oldest_restorable_time"] = _iso(window.get("oldest_restorable_time_ms"))
+    return {
+        "checkpoint": checkpoint,
+        "exists": True,
+        "query_id": lay.query_id,
+        "offsets": [lay.offsets[0], lay.offsets[-1]] if lay.offsets else None,
+        "commits": [lay.commits[0], lay.commits[-1]] if lay.commits else None,
+        "last_committed_batch": lay.last_committed,
+        "uncommitted_batches": lay.uncommitted,
+        "last_batch": last,
+        "watermark": _iso(last_meta.get("batchWatermarkMs")),
+        "watermark_ms": last_meta.get("batchWatermarkMs"),
+        "batch_time": _iso(last_meta.get("batchTimestampMs")),
+        "pinned_conf": {k: pinned[k] for k in PINNED_SHOWN if k in pinned},
+        "operators": operators,
+        "recovery_window": window,
+        "sources": lay.source_logs,
+        "bytes": {
+            "total": lay.total_bytes(),
+            "offsets": lay.total_bytes("offsets/"),
+            "commits": lay.total_bytes("commits/"),
+            "sources": lay.total_bytes("sources/"),
+            "state": lay.total_bytes("state/"),
+            "statekeeper": lay.total_bytes(STATEKEEPER_DIR + "/"),
+        },
+        "files": len(lay.files),
+        "seconds": round(time.perf_counter() - started, 4),
+    }
+
+
+def state_rows(checkpoint: str) -> list[dict[str, Any]]:
+    """Rows per operator from Spark's state reader (starts Spark; optional)."""
+    from spark_jobs.runtime.session import build_session
+
+    spark = build_session("statekeeper-inspect")
+    out = []
+    meta = spark.read.format("state-metadata").load(checkpoint).collect()
+    for row in meta:
+        d = row.asDict()
+        reader = (
+            spark.read.format("statestore")
+            .option("operatorId", d["operatorId"])
+            .option("storeName", d["stateStoreName"])
+        )
+        out.append(
+            {
+                "operator": str(d["operatorId"]),
+                "store": d["stateStoreName"],
+                "rows": reader.load(checkpoint).count(),
+            }
+        )
+    return out
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def render(info: dict[str, Any]) -> str:
+    if not info.get("exists"):
+        return f"checkpoint {info['checkpoint']}: does not exist yet (a new job starts it)"
+    lines = [
+        f"checkpoint   {info['checkpoint']}",
+        f"query id     {info['query_id'] or '(no readable metadata)'}",
+    ]
+    o, c = info["offsets"], info["commits"]
+    lines.append(f"offsets      {o[0]}..{o[1]}" if o else "offsets      none")
+    lines.append(f"commits      {c[0]}..{c[1]}" if c else "commits      none")
+    lines.append(
+        f"committed    batch {info['last_committed_batch']}"
+        + (
+            f"; started, not committed: {info['uncommitted_batches']}"
+            if info["uncommitted_batches"]
+            else ""
+        )
+    )
+    lines.append(
+        f"last batch   {info['last_batch']} at {info['batch_time'] or '?'}, watermark {info['watermark'] or 'none'}"
+    )
+    for k, v in info["pinned_conf"].items():
+        lines.append(
+            f"pinned       {k.removeprefix('spark.sql.')} = {v.rsplit('.', 1)[-1] if 'Provider' in v else v}"
+        )
+    for op in info["operators"]:
+        v = op["versions"]
+        kinds = ", ".join(f"{k} {_size(b)}" for k, b in op["bytes_by_kind"].items())
+        lines.append(
+            f"operator {op['operator']:<3} {op['name'] or '?'} [{'/'.join(op['provider'])}] {op['partitions']} partitions, "
+            f"stores {','.join(op['stores'])}, versions {v[0]}..{v[1]} ({op['version_count']}), {_size(op['bytes'])}: {kinds}"
+            if v
+            else f"operator {op['operator']:<3} {op['name'] or '?'}: no state versions on disk"
+        )
+    for op in info.get("state_rows") or []:
+        lines.append(f"rows         operator {op['operator']} store {op['store']}: {op['rows']}")
+    w = info["recovery_window"]
+    if w["oldest_restorable_batch"] is not None:
+        lines.append(
+            f"recoverable  back to batch {w['oldest_restorable_batch']} ({w['oldest_restorable_time'] or '?'}), {w['restorable_batches']} batches on disk"
+        )
+    else:
+        lines.append("recoverable  no committed batch with its state on disk")
+    for src, s in info["sources"].items():
+        lines.append(f"source log   sources/{src}: {s['files']} files, {_size(s['bytes'])}")
+    b = info["bytes"]
+    lines.append(
+        f"size         {_size(b['total'])} in {info['files']} files (state {_size(b['state'])}, offsets+commits {_size(b['offsets'] + b['commits'])}, sources {_size(b['sources'])}, _statekeeper {_size(b['statekeeper'])})"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,117 @@
+"""Where the checkpoint commands may act: the configured checkpoint and snapshot roots.
+
+Roots are the folders holding the job specs' checkpoints, ``<data>/snapshots`` (the default
+snapshot root is ``<data>/snapshots/<job>``), and the folders listed in
+``$STATEKEEPER_CHECKPOINT_ROOTS`` / ``$STATEKEEPER_SNAPSHOT_ROOTS`` (``:``-separated). A path
+that resolves outside them (``..``, a symlink, a typo'd absolute path) is refused before anything
+is read or written.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from spark_jobs.errors import UserError
+from spark_jobs.runtime import paths
+
+CHECKPOINT_ROOTS_ENV = "STATEKEEPER_CHECKPOINT_ROOTS"
+SNAPSHOT_ROOTS_ENV = "STATEKEEPER_SNAPSHOT_ROOTS"
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a command works on: a checkpoint, its snapshot store, and the job (when known)."""
+
+    checkpoint: str
+    snapshot_root: str
+    job: str
+    spec: object | None = None  # JobSpec, when --job was given
+
+
+def _env_roots(name: str) -> list[str]:
+    return [r for r in os.environ.get(name, "").split(os.pathsep) if r.strip()]
+
+
+def checkpoint_roots() -> list[str]:
+    roots = [str(paths.data_dir())] + _env_roots(CHECKPOINT_ROOTS_ENV)
+    try:
+        from spark_jobs.runtime.spec import load_all
+
+        roots += [
+            str(Path(s.checkpoint).parent)
+            if "://" not in s.checkpoint
+            else s.checkpoint.rsplit("/", 1)[0]
+            for s in load_all()
+        ]
+    except UserError:
+        pass  # a broken spec elsewhere must not block maintenance of this checkpoint
+    return list(dict.fromkeys(roots))
+
+
+def snapshot_roots() -> list[str]:
+    return list(
+        dict.fromkeys([str(paths.data_dir() / "snapshots")] + _env_roots(SNAPSHOT_ROOTS_ENV))
+    )
+
+
+def default_snapshot_root(job: str) -> str:
+    return str(paths.data_dir() / "snapshots" / job)
+
+
+def normalise(uri: str) -> str:
+    """An absolute, symlink-free local path, or the URL with ``..`` segments resolved."""
+    local = paths.local_path(uri)
+    if local is not None:
+        return str(Path(os.path.abspath(local.expanduser())).resolve())
+    scheme, rest = uri.split("://", 1)
+    out: list[str] = []
+    for seg in rest.split("/"):
+        if seg == "..":
+            if len(out) <= 1:
+                raise UserError(f"{uri} climbs above its bucket")
+            out.pop()
+        elif seg not in ("", "."):
+            out.append(seg)
+    return f"{scheme}://{'/'.join(out)}"
+
+
+def confine(uri: str, roots: list[str], what: str, env: str) -> str:
+    """``uri`` normalised, if strictly inside one of ``roots``; else a one-line refusal."""
+    norm = normalise(uri)
+    for root in roots:
+        r = normalise(root).rstrip("/")
+        if norm.startswith(r + "/"):
+            return norm
+    shown = ", ".join(roots) or "none"
+    raise UserError(
+        f"{what} {uri} is outside the configured roots ({shown}); use a path under one of them "
+        f"or add its folder to ${env}"
+    )
+
+
+def resolve(job: str | None, checkpoint: str | None, snapshot_root: str | None = None) -> Target:
+    """The command's target from ``--job`` or ``--checkpoint`` (and ``--snapshot-root``)."""
+    spec = None
+    if job and checkpoint:
+        raise UserError("give either --job or --checkpoint, not both")
+    if job:
+        from spark_jobs.runtime.spec import load_spec
+
+        spec = load_spec(job)
+        checkpoint = spec.checkpoint
+    elif not checkpoint:
+        raise UserError("say which checkpoint: --job JOB or --checkpoint URI")
+    assert checkpoint is not None
+    name = job or Path(normalise(checkpoint).rstrip("/")).name
+    ck = confine(checkpoint, checkpoint_roots(), "checkpoint", CHECKPOINT_ROOTS_ENV)
+    snap = confine(
+        snapshot_root or default_snapshot_root(name),
+        snapshot_roots(),
+        "snapshot root",
+        SNAPSHOT_ROOTS_ENV,
+    )
+    if snap.startswith(ck.rstrip("/") + "/") or ck.startswith(snap.rstrip("/") + "/"):
+        raise UserError(f"snapshot root {snap} and checkpoint {ck} must not contain each other")
+    return Target(checkpoint=ck, snapshot_root=snap, job=name, spec=spec)

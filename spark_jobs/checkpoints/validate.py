@@ -1,0 +1,400 @@
+"""``validate``: a catalogue of findings about a Spark checkpoint, each with a stable code.
+
+Read-only by construction: it lists and reads files, never writes. Cheap enough to run before
+every submit (one listing plus the newest offset and commit files). A checkpoint that does not
+exist yet is clean: a new job starts one.
+
+Exit codes of the command: 0 clean (info findings allowed), 10 warnings, 20 errors.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from spark_jobs.checkpoints.layout import Layout, read_layout
+from spark_jobs.runtime.durations import parse_seconds
+
+ERROR, WARNING, INFO = "error", "warning", "info"
+EXIT_CLEAN, EXIT_WARNINGS, EXIT_ERRORS = 0, 10, 20
+
+# code -> (severity, one-line fix). The codes are stable: DAGs, runbooks and tests rely on them.
+CATALOGUE: dict[str, tuple[str, str]] = {
+    "METADATA_MISSING": (
+        ERROR,
+        "restore the checkpoint from a snapshot (checkpoint restore), or start a new checkpoint",
+    ),
+    "METADATA_UNREADABLE": (
+        ERROR,
+        "restore the checkpoint from a snapshot (checkpoint restore), or start a new checkpoint",
+    ),
+    "OFFSET_GAP": (
+        ERROR,
+        "restore from a snapshot, or roll back to the last batch before the gap (checkpoint rollback --to-batch N)",
+    ),
+    "COMMIT_GAP": (
+        WARNING,
+        "harmless for restarts (Spark reads the newest commit); roll back below the gap before relying on older batches",
+    ),
+    "COMMIT_WITHOUT_OFFSET": (
+        ERROR,
+        "roll back to the newest batch that has both files (checkpoint rollback --to-batch N), or restore a snapshot",
+    ),
+    "UNCOMMITTED_MULTIPLE": (
+        ERROR,
+        "roll back to the last committed batch (checkpoint rollback --to-batch N) so Spark re-plans one batch",
+    ),
+    "UNCOMMITTED_BATCH": (INFO, "nothing to do: the next run re-runs that batch exactly once"),
+    "OFFSET_UNPARSABLE": (
+        ERROR,
+        "roll back below that batch (checkpoint rollback --to-batch N) or restore a snapshot",
+    ),
+    "COMMIT_UNPARSABLE": (
+        ERROR,
+        "roll back below that batch (checkpoint rollback --to-batch N) or restore a snapshot",
+    ),
+    "STATE_MISSING": (
+        ERROR,
+        "restore a snapshot that has the state (checkpoint restore), or roll back to a batch whose state is on disk",
+    ),
+    "STATE_PARTITIONS": (
+        ERROR,
+        "state partitions must equal the pinned shuffle partitions: restore a snapshot",
+    ),
+    "TEMP_FILES": (
+        WARNING,
+        "delete the leftover temp files while no query runs; Spark never reads them",
+    ),
+    "CONF_SHUFFLE_PARTITIONS": (
+        ERROR,
+        "set shuffle_partitions back to the pinned value in the job spec, or run on a new checkpoint",
+    ),
+    "CONF_STATE_STORE": (
+        ERROR,
+        "set state_store back to the pinned provider in the job spec, or run on a new checkpoint",
+    ),
+    "CONF_PINNED": (
+        WARNING,
+        "Spark keeps the pinned value for this checkpoint; align the spec or start a new checkpoint",
+    ),
+    "RETAINED_FEWER": (
+        WARNING,
+        "the job ran with a lower spark.sql.streaming.minBatchesToRetain than the spec; check --conf overrides",
+    ),
+    "RETAINED_TOO_MANY": (
+        WARNING,
+        "old batches are not cleaned up: check spark.sql.streaming.minBatchesToRetain and that runs finish cleanly",
+    ),
+    "STATE_CLEANUP_LAGGING": (
+        WARNING,
+        "state maintenance is not running (short runs?): lower stateStore.maintenanceInterval or run longer",
+    ),
+    "RECOVERY_WINDOW_UNMET": (
+        WARNING,
+        "raise min_batches_to_retain, or snapshot more often / keep more snapshots (spec: snapshots)",
+    ),
+    "SNAPSHOT_STALE": (
+        WARNING,
+        "take a snapshot: python -m spark_jobs checkpoint snapshot --job JOB",
+    ),
+    "FILE_SOURCE_LOG_BLOAT": (
+        WARNING,
+        "fewer, larger input files (or the cleanSource option); the log grows with every file ever read",
+    ),
+}
+
+# Thresholds (named so the docs and the tests can quote them).
+TOO_MANY_FACTOR = 3  # retained batches above factor * minBatchesToRetain + slack: no cleanup
+TOO_MANY_SLACK = 10
+STATE_VERSIONS_LIMIT = 200  # state versions on disk in one store beyond minBatchesToRetain + this
+SOURCE_LOG_BLOAT_BYTES = 64 * 1024 * 1024
+PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
+SHUFFLE_CONF = "spark.sql.shuffle.partitions"
+# Confs compared only when both the spec and the checkpoint say something.
+_NOT_PINNED = {
+    "spark.sql.streaming.minBatchesToRetain",
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    severity: str
+    message: str
+    fix: str
+
+    def line(self) -> str:
+        return f"{self.severity.upper():7} {self.code:24} {self.message} -- fix: {self.fix}"
+
+
+@dataclass
+class Report:
+    checkpoint: str
+    exists: bool
+    findings: list[Finding] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == ERROR]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == WARNING]
+
+    @property
+    def codes(self) -> list[str]:
+        return [f.code for f in self.findings]
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_ERRORS if self.errors else EXIT_WARNINGS if self.warnings else EXIT_CLEAN
+
+    def add(self, code: str, message: str) -> None:
+        severity, fix = CATALOGUE[code]
+        self.findings.append(Finding(code, severity, message, fix))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "checkpoint": self.checkpoint,
+            "exists": self.exists,
+            "status": {0: "clean", 10: "warnings", 20: "errors"}[self.exit_code],
+            "exit_code": self.exit_code,
+            "findings": [asdict(f) for f in self.findings],
+            "seconds": round(self.seconds, 4),
+        }
+
+
+def validate_checkpoint(
+    checkpoint: str,
+    spec: Any = None,
+    snapshot_root: str | None = None,
+    layout: Layout | None = None,
+) -> Report:
+    """Check ``checkpoint`` (a path or URL) against Spark's layout and, given one, the job spec.
+
+    Never writes. A checkpoint that does not exist yet gives a clean report.
+    """
+    started = time.perf_counter()
+    lay = layout or read_layout(checkpoint)
+    rep = Report(checkpoint=checkpoint, exists=lay.exists)
+    if lay.exists and (lay.offsets or lay.commits or "metadata" in lay.files or lay.stores):
+        _check_layout(lay, rep)
+        if spec is not None:
+            _check_spec(lay, rep, spec, snapshot_root)
+    rep.seconds = time.perf_counter() - started
+    return rep
+
+
+def _check_layout(lay: Layout, rep: Report) -> None:
+    if lay.metadata_error == "missing":
+        rep.add("METADATA_MISSING", "no metadata file (it holds the query id)")
+    elif lay.metadata_error:
+        rep.add("METADATA_UNREADABLE", f"metadata is {lay.metadata_error}")
+
+    offsets, commits = lay.offsets, lay.commits
+    gaps = _gaps(offsets)
+    if gaps:
+        rep.add(
+            "OFFSET_GAP",
+            f"offsets missing for batch(es) {_ranges(gaps)} between {offsets[0]} and {offsets[-1]}",
+        )
+    cgaps = _gaps(commits)
+    if cgaps:
+        rep.add("COMMIT_GAP", f"commits missing for batch(es) {_ranges(cgaps)}")
+    oset = set(offsets)
+    orphan = [b for b in commits if b not in oset and (not offsets or b > offsets[0])]
+    if orphan:
+        rep.add("COMMIT_WITHOUT_OFFSET", f"commit(s) without offset: batch(es) {_ranges(orphan)}")
+    unc = lay.uncommitted
+    if len(unc) > 1:
+        rep.add(
+            "UNCOMMITTED_MULTIPLE",
+            f"{len(unc)} batches started but not committed: {_ranges(unc)} (Spark re-runs only one)",
+        )
+    elif len(unc) == 1:
+        rep.add("UNCOMMITTED_BATCH", f"batch {unc[0]} was started but not committed")
+    for rel, why in sorted(lay.unparsable.items()):
+        code = "OFFSET_UNPARSABLE" if rel.startswith("offsets/") else "COMMIT_UNPARSABLE"
+        rep.add(code, f"{rel} cannot be parsed: {why}")
+
+    last = lay.last_committed
+    if last is not None:
+        need = last + 1
+        missing = [s.key for s in lay.data_stores() if need not in s.reachable()]
+        if missing:
+            shown = ", ".join(missing[:5]) + (
+                f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+            )
+            rep.add(
+                "STATE_MISSING",
+                f"state version {need} (after committed batch {last}) cannot be rebuilt for {shown}",
+            )
+
+    pinned = lay.pinned_conf()
+    for op, meta in sorted(lay.operators.items()):
+        parts = {s.part for s in lay.stores.values() if s.op == op}
+        declared = None
+        for info in meta.get("stateStoreInfo") or []:
+            declared = info.get("numPartitions", declared)
+        if declared is None and SHUFFLE_CONF in pinned:
+            declared = int(pinned[SHUFFLE_CONF])
+        if declared is not None and parts and len(parts) != int(declared):
+            rep.add(
+                "STATE_PARTITIONS",
+                f"operator {op} has {len(parts)} partition folders, expected {declared}",
+            )
+
+    if lay.temp_files:
+        rep.add(
+            "TEMP_FILES", f"{len(lay.temp_files)} leftover temp file(s), e.g. {lay.temp_files[0]}"
+        )
+    for src, info in sorted(lay.source_logs.items()):
+        if info["bytes"] > SOURCE_LOG_BLOAT_BYTES:
+            rep.add(
+                "FILE_SOURCE_LOG_BLOAT",
+                f"file source log sources/{src} holds {info['bytes'] / 1e6:.0f} MB in {info['files']} files",
+            )
+
+
+def _check_spec(lay: Layout, rep: Report, spec: Any, snapshot_root: str | None) -> None:
+    from spark_jobs.runtime.session import spec_confs
+
+    pinned = lay.pinned_conf()
+    for key, want in spec_confs(spec).items():
+        have = pinned.get(key)
+        if have is None or key in _NOT_PINNED or have == want:
+            continue
+        if key == SHUFFLE_CONF:
+            rep.add(
+                "CONF_SHUFFLE_PARTITIONS",
+                f"the checkpoint pinned {key}={have}, the spec says {want}",
+            )
+        elif key == PROVIDER_CONF:
+            rep.add(
+                "CONF_STATE_STORE",
+                f"the checkpoint pinned {_short(have)}, the spec says {_short(want)} (state_store: {spec.state_store})",
+            )
+        else:
+            rep.add("CONF_PINNED", f"the checkpoint pinned {key}={have}, the spec says {want}")
+
+    retain = int(spec.min_batches_to_retain)
+    committed = len(lay.commits)
+    # Spark purges once a query has run past the window; before that, fewer is normal.
+    if lay.offsets and lay.offsets[0] > 0 and committed < retain:
+        rep.add(
+            "RETAINED_FEWER",
+            f"{committed} committed batches on disk, the spec's min_batches_to_retain is {retain}",
+        )
+    if len(lay.offsets) > TOO_MANY_FACTOR * retain + TOO_MANY_SLACK:
+        rep.add(
+            "RETAINED_TOO_MANY",
+            f"{len(lay.offsets)} batches on disk for min_batches_to_retain {retain}",
+        )
+    for s in lay.data_stores():
+        if len(s.versions) > retain + STATE_VERSIONS_LIMIT:
+            rep.add(
+                "STATE_CLEANUP_LAGGING",
+                f"state store {s.key} keeps {len(s.versions)} versions for min_batches_to_retain {retain}",
+            )
+            break
+
+    _check_recovery(lay, rep, spec, snapshot_root)
+
+
+def recovery_window(lay: Layout) -> dict[str, Any]:
+    """The oldest batch a rollback can still reach on disk, and its time."""
+    restorable = lay.restorable_batches()
+    out: dict[str, Any] = {
+        "oldest_restorable_batch": None,
+        "oldest_restorable_time_ms": None,
+        "restorable_batches": len(restorable),
+    }
+    if restorable:
+        b = restorable[0]
+        out["oldest_restorable_batch"] = b
+        out["oldest_restorable_time_ms"] = (lay.offset_meta.get(b) or {}).get("batchTimestampMs")
+    # The mean over the retained range, not the median: catch-up runs come in bursts of batches
+    # seconds apart, hours between runs, and the window is about wall-clock time.
+    timed = sorted(
+        (b, m["batchTimestampMs"]) for b, m in lay.offset_meta.items() if m.get("batchTimestampMs")
+    )
+    interval = None
+    if len(timed) >= 2 and timed[-1][0] > timed[0][0]:
+        interval = max(0.0, (timed[-1][1] - timed[0][1]) / 1000 / (timed[-1][0] - timed[0][0]))
+    out["mean_batch_interval_s"] = interval
+    return out
+
+
+def _check_recovery(lay: Layout, rep: Report, spec: Any, snapshot_root: str | None) -> None:
+    snaps = dict(spec.snapshots or {})
+    window_text = snaps.get("recovery_window")
+    every_text = snaps.get("every")
+    window = parse_seconds(window_text, "snapshots.recovery_window") if window_text else None
+    every = parse_seconds(every_text, "snapshots.every") if every_text else None
+    keep = int(snaps.get("keep", 0) or 0)
+
+    if every:
+        from spark_jobs.checkpoints import snapshots as snapmod
+        from spark_jobs.checkpoints.roots import default_snapshot_root
+
+        root = snapshot_root or default_snapshot_root(spec.name)
+        newest = snapmod.newest_valid(root)
+        age_ckpt = time.time() - lay.files["metadata"].mtime if "metadata" in lay.files else 0.0
+        if newest is None and age_ckpt > 2 * every:
+            rep.add(
+                "SNAPSHOT_STALE", f"no snapshot in {root}; the spec asks for one every {every_text}"
+            )
+        elif newest is not None and time.time() - newest["created_ts"] > 2 * every:
+            rep.add(
+                "SNAPSHOT_STALE",
+                f"newest snapshot {newest['id']} is older than twice snapshots.every ({every_text})",
+            )
+
+    if window:
+        by_schedule = every * keep if every and keep else 0.0
+        info = recovery_window(lay)
+        interval = info["mean_batch_interval_s"]
+        by_disk = interval * spec.min_batches_to_retain if interval else None
+        if by_disk is not None and max(by_disk, by_schedule) < window:
+            need = int(window / interval) + 1 if interval else None
+            rep.add(
+                "RECOVERY_WINDOW_UNMET",
+                f"the spec asks for a recovery window of {window_text}; min_batches_to_retain "
+                f"{spec.min_batches_to_retain} at one batch per {interval:.0f}s covers {by_disk / 3600:.1f} h "
+                f"(needs >= {need}) and snapshots cover {by_schedule / 3600:.1f} h",
+            )
+        elif by_disk is None and every and keep and by_schedule < window:
+            rep.add(
+                "RECOVERY_WINDOW_UNMET",
+                f"snapshots every {every_text} x keep {keep} cover less than the recovery window {window_text}",
+            )
+
+
+def _short(provider: str) -> str:
+    return provider.rsplit(".", 1)[-1]
+
+
+def _gaps(batches: list[int]) -> list[int]:
+    if not batches:
+        return []
+    have = set(batches)
+    return [b for b in range(batches[0], batches[-1] + 1) if b not in have]
+
+
+def _ranges(batches: list[int]) -> str:
+    out: list[str] = []
+    start = prev = None
+    for b in batches:
+        if start is None:
+            start = prev = b
+        elif b == prev + 1:
+            prev = b
+        else:
+            out.append(str(start) if start == prev else f"{start}-{prev}")
+            start = prev = b
+    if start is not None:
+        out.append(str(start) if start == prev else f"{start}-{prev}")
+    return ", ".join(out[:8]) + (" ..." if len(out) > 8 else "")

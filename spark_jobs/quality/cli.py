@@ -1,0 +1,52 @@
+"""``python -m spark_jobs quality JOB [--table URI] [--full] [--json]``.
+
+Exit codes: 0 every ``fail`` check passed (warnings allowed), 1 a ``fail``-severity finding,
+2 the checks could not run (one line on stderr saying why).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from spark_jobs.errors import UserError
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "quality",
+        help="data-quality checks (Great Expectations) on a job's Delta output",
+        description="Validate the Delta versions written since the last validated one.",
+    )
+    p.add_argument("job")
+    p.add_argument(
+        "--table", metavar="URI", help="the Delta table to check (default: the spec's output)"
+    )
+    p.add_argument(
+        "--full", action="store_true", help="validate the whole table (backfills, first runs)"
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=cmd_quality)
+
+
+def cmd_quality(args: argparse.Namespace) -> int:
+    from spark_jobs.runtime.spec import load_spec
+
+    spec = load_spec(args.job)
+    from spark_jobs.quality.runner import run_quality
+
+    try:
+        result = run_quality(spec, table=args.table, full=args.full)
+    except UserError:
+        raise
+    except Exception as exc:  # Spark/GX failures: one line, exit 2, nothing written
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise UserError(
+            f"quality {args.job}: could not run: {type(exc).__name__}: {first[:300]}", 2
+        ) from exc
+    if args.json:
+        print(json.dumps(result.to_dict(), default=str, indent=1))
+    else:
+        print(result.summary())
+    return result.exit_code

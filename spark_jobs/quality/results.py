@@ -1,0 +1,163 @@
+"""The results table ``<output>/_quality/results`` (Delta): one row per expectation per run.
+
+It is also the quality runs' memory: the last validated version of each (table, suite) and the
+trailing runs' row counts for the volume check are read back from it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+from spark_jobs.runtime import paths
+
+QUALITY_DIR = "_quality"
+RESULTS_TABLE = "results"
+RESULTS_SCHEMA = (
+    "run_id string, run_time timestamp, job string, table_uri string, suite string, "
+    "version_from bigint, version_to bigint, mode string, check string, expectation string, "
+    "column_name string, severity string, success boolean, status string, observed string, "
+    "unexpected_count bigint, element_count bigint, rows bigint, details string"
+)
+STATUSES = ("pass", "warn", "fail")
+
+
+def quality_dir(output: str) -> str:
+    return paths.join(output, QUALITY_DIR)
+
+
+def results_uri(output: str) -> str:
+    return paths.join(quality_dir(output), RESULTS_TABLE)
+
+
+@dataclass
+class ResultRow:
+    run_id: str
+    run_time: datetime
+    job: str
+    table_uri: str
+    suite: str
+    version_from: int | None
+    version_to: int
+    mode: str
+    check: str
+    expectation: str
+    column_name: str | None
+    severity: str
+    success: bool
+    status: str
+    observed: str
+    unexpected_count: int | None
+    element_count: int | None
+    rows: int | None
+    details: str
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["run_time"] = self.run_time.isoformat()
+        return d
+
+
+def status_of(success: bool, severity: str) -> str:
+    if success:
+        return "pass"
+    return "fail" if severity == "fail" else "warn"
+
+
+def format_observed(value: Any, limit: int = 120) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, (list, dict)):
+        text = json.dumps(value, default=str)
+    else:
+        text = str(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class History:
+    """What earlier runs recorded for one results table (empty when there is none yet)."""
+
+    def __init__(self, spark: Any, uri: str) -> None:
+        from spark_jobs.quality.incremental import is_delta_table
+
+        self.uri = uri
+        self._df = spark.read.format("delta").load(uri) if is_delta_table(uri) else None
+
+    def last_version(self, table_uri: str, suite: str) -> int | None:
+        if self._df is None:
+            return None
+        from pyspark.sql import functions as F
+
+        row = (
+            self._df.where((F.col("table_uri") == table_uri) & (F.col("suite") == suite))
+            .agg(F.max("version_to").alias("v"))
+            .collect()[0]
+        )
+        return None if row["v"] is None else int(row["v"])
+
+    def last_run_time(self, table_uri: str, suite: str) -> datetime | None:
+        if self._df is None:
+            return None
+        from pyspark.sql import functions as F
+
+        row = (
+            self._df.where((F.col("table_uri") == table_uri) & (F.col("suite") == suite))
+            .agg(F.max("run_time").alias("t"))
+            .collect()[0]
+        )
+        return row["t"]
+
+    def trailing_rows(self, table_uri: str, suite: str, n: int) -> list[int]:
+        """New-row counts of the last ``n`` incremental runs of a suite, newest first."""
+        if self._df is None:
+            return []
+        from pyspark.sql import functions as F
+
+        runs = (
+            self._df.where(
+                (F.col("table_uri") == table_uri)
+                & (F.col("suite") == suite)
+                & (F.col("mode") == "incremental")
+                & F.col("rows").isNotNull()
+            )
+            .groupBy("run_id")
+            .agg(F.max("run_time").alias("t"), F.max("rows").alias("rows"))
+            .orderBy(F.col("t").desc())
+            .limit(int(n))
+            .collect()
+        )
+        return [int(r["rows"]) for r in runs]
+
+
+def volume_bounds(trailing: list[int], options: dict[str, float]) -> tuple[int, int | None]:
+    """(min, max) new rows for this run: ``min_ratio``..``max_ratio`` of the trailing median.
+
+    Fewer than ``min_runs`` trailing runs: no bound yet (0, None); the check then passes and its
+    row count becomes history for the next run.
+    """
+    if len(trailing) < int(options["min_runs"]):
+        return 0, None
+    median = statistics.median(trailing)
+    return int(math.floor(median * options["min_ratio"])), int(
+        math.ceil(median * options["max_ratio"])
+    )
+
+
+def append(spark: Any, output: str, rows: list[ResultRow]) -> str:
+    """Append a run's rows to the results table (created on first use); returns its URI."""
+    uri = results_uri(output)
+    if not rows:
+        return uri
+    data = [tuple(asdict(r).values()) for r in rows]
+    spark.createDataFrame(data, schema=RESULTS_SCHEMA).write.format("delta").mode("append").save(
+        uri
+    )
+    return uri

@@ -1,0 +1,127 @@
+"""Job specs, durations, the CLI's one-line errors and the generator (no JVM)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from spark_jobs.cli import main
+from spark_jobs.errors import UserError
+from spark_jobs.generate import generate
+from spark_jobs.runtime.durations import parse_seconds, spark_interval
+from spark_jobs.runtime.spec import Trigger, list_jobs, load_spec, parse_spec
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parents[2]
+JOBS = ["dedup_events", "fraud_alerts", "order_payments", "service_health", "sessions", "user_counts", "windowed_counts"]
+
+
+def test_every_contract_job_has_a_spec_that_loads():
+    assert list_jobs() == JOBS
+    s = load_spec("sessions")
+    assert s.watermark_seconds == 600 and s.param_seconds("gap") == 1800
+    assert s.state_store == "rocksdb" and s.trigger.available_now
+    assert s.output.endswith(".data/tables/sessions")
+    assert load_spec("order_payments").kinds == ["orders", "payments"]
+
+
+def test_overrides_and_two_input_roots(tmp_path):
+    s = load_spec("order_payments").with_overrides(input=str(tmp_path), output="x/out")
+    assert s.inputs == {"orders": f"{tmp_path}/orders", "payments": f"{tmp_path}/payments"}
+    assert s.output == str(ROOT / "x/out")
+    s = load_spec("order_payments").with_overrides(input=[f"payments={tmp_path}/p"])
+    assert s.inputs["payments"] == f"{tmp_path}/p"
+    with pytest.raises(UserError, match="has no input 'refunds'"):
+        load_spec("order_payments").with_overrides(input=["refunds=/x"])
+
+
+@pytest.mark.parametrize(
+    "text,secs", [("30s", 30), ("10 minutes", 600), ("1 hour", 3600), ("2h", 7200), (45, 45)]
+)
+def test_durations(text, secs):
+    assert parse_seconds(text) == secs
+
+
+def test_bad_duration_and_trigger_are_one_line_errors():
+    with pytest.raises(UserError, match="not a duration"):
+        parse_seconds("soon")
+    with pytest.raises(UserError, match="unknown trigger"):
+        Trigger.parse("sometimes")
+    assert Trigger.parse("processing-time:30s").interval_seconds == 30
+    assert spark_interval(600) == "10 minutes" and spark_interval(3600) == "1 hours"
+
+
+def test_bad_spec_keys_and_values_are_named():
+    raw = {"inputs": {"clickstream": "x"}, "output": "o", "checkpoint": "c", "watermark": "1 minute"}
+    with pytest.raises(UserError, match="unknown key"):
+        parse_spec({**raw, "colour": "red"}, "x.yaml")
+    with pytest.raises(UserError, match="state_store must be one of"):
+        parse_spec({**raw, "state_store": "memory"}, "x.yaml")
+    with pytest.raises(UserError, match="missing required key 'output'"):
+        parse_spec({k: v for k, v in raw.items() if k != "output"}, "x.yaml")
+
+
+def test_fingerprint_changes_with_what_state_depends_on():
+    s = load_spec("sessions")
+    assert s.fingerprint_hash() == load_spec("sessions").fingerprint_hash()
+    from dataclasses import replace
+
+    assert replace(s, shuffle_partitions=8).fingerprint_hash() != s.fingerprint_hash()
+
+
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["run", "nope"], "unknown job 'nope'"),
+        (["run", "sessions", "--bogus"], "unrecognized arguments"),
+        (["run", "sessions", "--trigger", "never"], "unknown trigger"),
+        (["run", "sessions", "--input", "/definitely/not/here"], "does not exist"),
+        (["run", "sessions", "--conf", "novalue", "--input", "/tmp"], "must be key=value"),
+        (["generate", "clickstream", "--out", "/tmp/x", "--events", "5", "--bad-rate", "2"], "between 0 and 1"),
+    ],
+)
+def test_user_errors_are_one_line_and_non_zero(argv, needle, capsys):
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code != 0
+    assert needle in err
+    assert err.count("\n") == 1 and err.startswith("statekeeper: ")
+
+
+def test_list_prints_every_job_once():
+    out = subprocess.run([sys.executable, "-m", "spark_jobs", "list"], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert [line.split()[0] for line in out.splitlines()] == JOBS
+
+
+def test_generate_is_deterministic_appends_and_counts_bad_lines(tmp_path):
+    a = generate("clickstream", str(tmp_path / "a"), 500, seed=7, bad_rate=0.1)
+    b = generate("clickstream", str(tmp_path / "b"), 500, seed=7, bad_rate=0.1)
+    fa, fb = Path(a.files[0]), Path(b.files[0])
+    assert fa.read_text() == fb.read_text()
+    assert a.bad == 50 and a.events == 450
+    lines = fa.read_text().splitlines()
+    good = 0
+    for line in lines:
+        try:
+            e = json.loads(line)
+            good += isinstance(e, dict) and {"event_id", "user_id", "event_time"} <= set(e) and isinstance(e["event_id"], str) and e["event_time"].endswith("Z")
+        except ValueError:
+            pass
+    assert good == 450
+    again = generate("clickstream", str(tmp_path / "a"), 500, seed=7)
+    assert again.files[0] != a.files[0] and fa.read_text() == fb.read_text()  # new file, old untouched
+    assert again.first_event_time >= a.last_event_time[:13]  # the folder's clock moved on
+
+
+def test_payments_follow_generated_orders(tmp_path):
+    generate("orders", str(tmp_path / "orders"), 300, seed=2)
+    p = generate("payments", str(tmp_path / "payments"), 1000, seed=2)
+    files = [f for f in (tmp_path / "orders").glob("*.json") if not f.name.startswith(".")]
+    orders = {json.loads(line)["order_id"] for f in files for line in f.read_text().splitlines()}
+    pays = [json.loads(x) for f in p.files for x in Path(f).read_text().splitlines()]
+    assert 200 < len(pays) < 300 and {x["order_id"] for x in pays} <= orders
+    again = generate("payments", str(tmp_path / "payments"), 1000, seed=2)
+    assert again.events == 0  # every order already has its payment (or none)
