@@ -46,9 +46,16 @@ def publish(job: str, staged: str, output: str | None, mode: str, key: str) -> d
     live = spec.output
     done = published_version(live, key)
     if done is not None:
-        return {"job": job, "published": False, "reason": f"key {key} already in version {done}", "table": live}
+        return {
+            "job": job,
+            "published": False,
+            "reason": f"key {key} already in version {done}",
+            "table": live,
+        }
     if not is_delta_table(staged):
-        raise UserError(f"staged table {staged} is not a Delta table; run the backfill's job step first")
+        raise UserError(
+            f"staged table {staged} is not a Delta table; run the backfill's job step first"
+        )
     from spark_jobs.runtime.session import build_session
 
     spark = build_session(f"statekeeper-publish-{job}", spec=spec)
@@ -91,10 +98,14 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    sp = subparsers.add_parser("publish", help="make a staged backfill table visible in the job's table (idempotent)")
+    sp = subparsers.add_parser(
+        "publish", help="make a staged backfill table visible in the job's table (idempotent)"
+    )
     sp.add_argument("job")
     sp.add_argument("--staged", required=True, metavar="URI", help="the staged Delta table")
     sp.add_argument("--output", metavar="URI", help="the live table (default: the spec's output)")
     sp.add_argument("--mode", choices=("replace", "append"), default="append")
-    sp.add_argument("--key", required=True, help="the backfill's key; a key already published is a no-op")
+    sp.add_argument(
+        "--key", required=True, help="the backfill's key; a key already published is a no-op"
+    )
     sp.set_defaults(func=cmd_publish)

@@ -1,0 +1,11 @@
+"""### Checkpoint maintenance
+
+Daily, for every job whose spec has `snapshots:`: `python -m spark_jobs checkpoint validate`
+(errors fail the job's branch), `checkpoint snapshot` (an incremental, consistent copy taken only
+while no driver holds the checkpoint) and `checkpoint prune` (keeps the spec's count and recovery
+window; `dry_run` only says what would go).
+"""
+
+from statekeeper.factory import maintenance_dag  # builds an airflow.sdk DAG from the job specs
+
+dag = maintenance_dag(doc_md=__doc__)

@@ -1,0 +1,20 @@
+"""### Supervisor of `service_health` (continuous)
+
+Keeps exactly one processing-time query of the job alive. Each run watches the driver for
+`watch_minutes` (the next scheduled run takes over), waiting in a deferrable trigger, not in a
+worker slot.
+
+- No driver holds the checkpoint: launch one (spark-submit in its own session, so it outlives
+  the task) with the `spark_default` connection.
+- A driver holds it (or one launched is still starting): attach, never launch a second one,
+  also when this task is retried, killed or timed out.
+- Health from `<checkpoint>/_statekeeper/progress.jsonl`: progress age, batch duration against
+  the trigger interval, input against processing rate (backlog), state rows growing with none
+  removed, late rows dropped. Dead or stalled: stop, back off (doubling), relaunch, at most
+  `max_restarts` times per run; the other findings are logged as warnings.
+- `action = stop` stops the driver (e.g. before checkpoint maintenance or a restore).
+"""
+
+from statekeeper.factory import supervisor_dag  # builds an airflow.sdk DAG from the job spec
+
+dag = supervisor_dag("service_health", doc_md=__doc__)

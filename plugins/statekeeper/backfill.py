@@ -1,0 +1,109 @@
+"""Backfill planning: check the params, name the isolated checkpoint and staged table, and say
+whether this exact backfill was published already. Files only; nothing is written here.
+
+The plan's ``key`` is a hash of (job, input folder, its file names and sizes, mode, the job's
+state fingerprint): the same backfill gets the same key, its staged table and checkpoint are
+reused, and ``publish`` marks the live table's commit with the key, so publishing twice is a no-op.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+from statekeeper import delta_log
+from statekeeper.submit import resolve_path
+
+MODES = ("replace", "append")
+MARKER = "statekeeper-backfill:"
+
+
+class BadBackfillParams(AirflowFailException):
+    """Params that cannot work: the run stops before anything is submitted (no retries)."""
+
+
+def _listing(folder: Path) -> list[tuple[str, int]]:
+    return sorted(
+        (str(p.relative_to(folder)), p.stat().st_size)
+        for p in folder.rglob("*.json*")
+        if p.is_file()
+        and not any(part.startswith((".", "_")) for part in p.relative_to(folder).parts)
+    )
+
+
+def plan_backfill(params: dict[str, Any], data_dir: Path) -> dict[str, Any]:
+    """The plan for ``params`` or a ``BadBackfillParams`` saying, in one line, what to fix."""
+    from spark_jobs.errors import UserError
+    from spark_jobs.runtime.spec import load_spec
+
+    job = str(params.get("job") or "")
+    try:
+        spec = load_spec(job)
+    except UserError as exc:
+        raise BadBackfillParams(f"job: {exc}") from None
+    mode = str(params.get("mode") or "")
+    if mode not in MODES:
+        raise BadBackfillParams(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    raw_input = str(params.get("input") or "").strip()
+    if not raw_input:
+        raise BadBackfillParams("input: give the folder of JSON-lines files to backfill from")
+    folder = Path(resolve_path(raw_input))
+    if not folder.is_dir():
+        raise BadBackfillParams(f"input folder {folder} does not exist or is not a folder")
+    if len(spec.kinds) > 1:
+        missing = [k for k in spec.kinds if not (folder / k).is_dir()]
+        if missing:
+            raise BadBackfillParams(
+                f"job {job} reads {', '.join(spec.kinds)}: input {folder} needs one sub-folder per "
+                f"kind; missing {', '.join(missing)}"
+            )
+    listing = _listing(folder)
+    if not listing:
+        raise BadBackfillParams(f"input folder {folder} holds no *.json* files to backfill")
+    live = resolve_path(str(params.get("output") or "")) if params.get("output") else spec.output
+    if Path(live).resolve() == folder.resolve():
+        raise BadBackfillParams("output and input are the same folder")
+    raw = json.dumps([job, str(folder), listing, mode, spec.fingerprint_hash()], sort_keys=True)
+    key = hashlib.sha256(raw.encode()).hexdigest()[:16]
+    root = data_dir / "backfill" / job / key
+    published = [
+        c["version"]
+        for c in delta_log.commit_infos(live)
+        if str(c.get("userMetadata") or "").startswith(MARKER + key)
+    ]
+    return {
+        "job": job,
+        "mode": mode,
+        "dry_run": bool(params.get("dry_run")),
+        "input": str(folder),
+        "files": len(listing),
+        "key": key,
+        "staged_table": str(root / "table"),
+        "staged_checkpoint": str(root / "checkpoint"),
+        "live_table": live,
+        "published_in_version": published[0] if published else None,
+    }
+
+
+class BackfillPlanOperator(BaseOperator):
+    """Validate a backfill's params and plan it; skip the rest when it is already published."""
+
+    ui_color = "#fff3cd"
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        from spark_jobs.runtime import paths
+
+        plan = plan_backfill(dict(context["params"]), paths.data_dir())
+        self.log.info("backfill plan: %s", json.dumps(plan, indent=1))
+        if plan["published_in_version"] is not None:
+            context["ti"].xcom_push(key="return_value", value=plan)
+            raise AirflowSkipException(
+                f"backfill {plan['key']} is already published in version "
+                f"{plan['published_in_version']} of {plan['live_table']}; nothing to do"
+            )
+        return plan

@@ -1,0 +1,325 @@
+"""DAG builders: each DAG file in ``dags/`` is one call of one of these, from the job specs.
+
+Parse-time work is reading YAML specs: no connection, Variable, pyspark or pandas.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from airflow.sdk import DAG, Asset, Param
+
+from statekeeper.backfill import BackfillPlanOperator
+from statekeeper.operators import (
+    CheckpointValidateOperator,
+    PublishAssetOperator,
+    QualityCheckOperator,
+    SparkJobsCliOperator,
+)
+from statekeeper.submit import SparkJobsSubmitOperator
+from statekeeper.supervisor import StreamingSupervisorOperator
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def default_args(owner: str, retries: int = 2) -> dict[str, Any]:
+    return {
+        "owner": owner,
+        "retries": retries,
+        "retry_delay": timedelta(minutes=1),
+        "retry_exponential_backoff": True,
+    }
+
+
+def table_asset(spec: Any) -> Asset:
+    """The Airflow Asset standing for a job's Delta table (consumers schedule on it)."""
+    return Asset(name=f"statekeeper.{spec.name}", uri=f"file://{spec.output}", group="delta")
+
+
+def path_params() -> dict[str, Param]:
+    return {
+        "input": Param(
+            None, type=["null", "string"],
+            description="Landing folder to read instead of the spec's (a root with one folder per kind for multi-input jobs). Empty: the spec's.",
+        ),
+        "output": Param(
+            None, type=["null", "string"],
+            description="Delta table to write instead of the spec's. Empty: the spec's.",
+        ),
+        "checkpoint": Param(
+            None, type=["null", "string"],
+            description="Checkpoint folder instead of the spec's. Empty: the spec's (the live checkpoint).",
+        ),
+    }  # fmt: skip
+
+
+def _jinja(expr: str) -> str:
+    """``{{ expr }}`` (kept out of f-strings, whose braces would need doubling)."""
+    return "{{ " + expr + " }}"
+
+
+def _or(param: str, default: str) -> str:
+    return _jinja(f"params.{param} or '{default}'")
+
+
+def _plan(key: str) -> str:
+    return _jinja(f"ti.xcom_pull(task_ids='plan')['{key}']")
+
+
+def catchup_dag(job: str, doc_md: str | None = None) -> DAG:
+    """``catchup_<job>``: validate checkpoint -> run available-now -> quality -> publish Asset."""
+    from spark_jobs.runtime.spec import load_spec
+
+    spec = load_spec(job)
+    continuous = spec.mode == "continuous"
+    doc = doc_md or ""
+    doc += f"\n\n**Job `{job}`** ({spec.pattern}, {spec.mode}): {spec.description}\n\n"
+    doc += f"- input: `{', '.join(spec.inputs.values())}`\n- output: `{spec.output}`\n"
+    doc += f"- checkpoint: `{spec.checkpoint}`\n- spec: `include/jobs/{job}.yaml`\n"
+    with DAG(
+        dag_id=f"catchup_{job}",
+        description=f"Catch-up (available-now) run of {job}, then quality, then its Asset",
+        doc_md=doc,
+        schedule=None if continuous else spec.schedule,
+        start_date=START,
+        catchup=False,
+        max_active_runs=1,
+        default_args=default_args(spec.owner),
+        tags=["statekeeper", "catch-up", *spec.tags],
+        params={
+            **path_params(),
+            "run_quality": Param(
+                True, type="boolean", description="Run the data-quality suite after the job."
+            ),
+        },
+        render_template_as_native_obj=False,
+    ) as dag:
+        ckpt, out = _or("checkpoint", spec.checkpoint), _or("output", spec.output)
+        validate = CheckpointValidateOperator(
+            task_id="validate_checkpoint",
+            arguments=[
+                "checkpoint",
+                "validate",
+                job,
+                "--checkpoint",
+                "{{ params.checkpoint or '' }}",
+            ],
+            doc_md="Refuse to submit on a checkpoint with errors (exit 20); warnings (10) are logged.",
+            retries=0,
+        )
+        run = SparkJobsSubmitOperator(
+            task_id="catch_up",
+            name=f"statekeeper-{job}",
+            arguments=[
+                "run", job, "--trigger", "available-now",
+                "--input", "{{ params.input or '' }}",
+                "--output", "{{ params.output or '' }}",
+                "--checkpoint", "{{ params.checkpoint or '' }}",
+            ],
+            guard_checkpoint=ckpt,
+            report_table=out,
+            execution_timeout=timedelta(hours=2),
+            doc_md="spark-submit `python -m spark_jobs run JOB --trigger available-now` through `spark_default`.",
+        )  # fmt: skip
+        quality = QualityCheckOperator(
+            task_id="quality_check",
+            arguments=["quality", job, "--table", "{{ params.output or '' }}"],
+            skip_reason="{{ '' if params.run_quality else 'run_quality is off' }}",
+            doc_md="Great Expectations suite of the table; a `fail` finding fails the task.",
+        )
+        publish = PublishAssetOperator(
+            task_id="publish_asset",
+            table=out,
+            outlets=[table_asset(spec)],
+            trigger_rule="none_failed",
+            doc_md="Signals the table's Asset (with its Delta version) once the run and its checks passed.",
+        )
+        validate >> run >> quality >> publish
+    return dag
+
+
+def backfill_dag(doc_md: str | None = None) -> DAG:
+    """``backfill``: plan -> staged run on an isolated checkpoint -> validate -> publish."""
+    from spark_jobs.runtime.spec import list_jobs
+
+    jobs = list_jobs()
+    with DAG(
+        dag_id="backfill",
+        description="Re-process a folder of events into a job's table, idempotently",
+        doc_md=doc_md,
+        schedule=None,
+        start_date=START,
+        catchup=False,
+        max_active_runs=1,
+        default_args=default_args("platform", retries=1),
+        tags=["statekeeper", "backfill"],
+        params={
+            "job": Param(jobs[0] if jobs else "", type="string", enum=jobs, description="The job to backfill (its spec in include/jobs/)."),
+            "input": Param("", type="string", minLength=1, description="Folder of JSON-lines events to re-process (for multi-input jobs: one sub-folder per kind)."),
+            "mode": Param("append", type="string", enum=["replace", "append"], description="replace: the staged rows replace the live rows in their time range (upsert for update-mode jobs). append: only rows whose key is not in the live table are added."),
+            "dry_run": Param(False, type="boolean", description="Run and validate on the staged table, but do not make the result visible."),
+            "output": Param(None, type=["null", "string"], description="Live table to publish into instead of the spec's output."),
+        },
+    ) as dag:  # fmt: skip
+        planned = BackfillPlanOperator(
+            task_id="plan",
+            retries=0,
+            doc_md="Checks the params (job, input folder, mode) and names the isolated checkpoint and staged table. Bad params fail here, before anything is submitted.",
+        )
+        staged = SparkJobsSubmitOperator(
+            task_id="run_staged",
+            name="statekeeper-backfill",
+            arguments=[
+                "run", "{{ params.job }}", "--trigger", "available-now",
+                "--input", _plan("input"),
+                "--output", _plan("staged_table"),
+                "--checkpoint", _plan("staged_checkpoint"),
+            ],
+            guard_checkpoint=_plan("staged_checkpoint"),
+            report_table=_plan("staged_table"),
+            doc_md="The job on its own checkpoint and a staged table: the live checkpoint is never touched.",
+        )  # fmt: skip
+        check = QualityCheckOperator(
+            task_id="validate_staged",
+            arguments=["quality", "{{ params.job }}", "--table", _plan("staged_table")],
+            doc_md="The job's quality suite on the staged table; a `fail` finding stops the backfill.",
+        )
+        publish = SparkJobsSubmitOperator(
+            task_id="publish",
+            name="statekeeper-publish",
+            arguments=[
+                "publish", "{{ params.job }}",
+                "--staged", _plan("staged_table"),
+                "--output", _plan("live_table"),
+                "--mode", "{{ params.mode }}",
+                "--key", _plan("key"),
+            ],
+            skip_reason=_jinja("'dry run: staged table left at ' ~ ti.xcom_pull(task_ids='plan')['staged_table'] if params.dry_run else ''"),
+            report_table=_plan("live_table"),
+            doc_md="Makes the staged rows visible in the live table in one Delta commit marked with the backfill key; a key already published is a no-op.",
+        )  # fmt: skip
+        planned >> staged >> check >> publish
+    return dag
+
+
+def supervisor_dag(job: str, doc_md: str | None = None) -> DAG:
+    """``supervise_<job>``: one watch period per run, every ten minutes, never two at once."""
+    from spark_jobs.runtime.spec import load_spec
+
+    spec = load_spec(job)
+    sup = spec.supervise
+    with DAG(
+        dag_id=f"supervise_{job}",
+        description=f"Keeps one processing-time query of {job} alive and healthy",
+        doc_md=(doc_md or "") + f"\n\n**Job `{job}`**: {spec.description}\n\n- checkpoint: `{spec.checkpoint}`\n",
+        schedule="*/10 * * * *",
+        start_date=START,
+        catchup=False,
+        max_active_runs=1,
+        default_args=default_args(spec.owner),
+        tags=["statekeeper", "supervisor", "continuous", *spec.tags],
+        params={
+            "action": Param("supervise", type="string", enum=["supervise", "stop"], description="supervise: start the driver if none runs, watch it, restart it when dead or stalled. stop: stop the running driver (e.g. before maintenance)."),
+            "trigger": Param(str(spec.trigger), type="string", pattern="^processing-time:", description="The query's processing-time trigger, e.g. processing-time:30s."),
+            "watch_minutes": Param(10, type="number", exclusiveMinimum=0, description="How long one run watches the driver; the next scheduled run takes over."),
+            "restart_backoff_seconds": Param(30 if "restart_backoff" not in sup else None, type=["null", "number"], description="First wait before relaunching a dead driver (doubles per restart). Empty: the spec's supervise.restart_backoff."),
+            "max_restarts": Param(int(sup.get("max_restarts", 5)), type="integer", minimum=0, description="Restarts allowed in one run before the task fails and alerts."),
+            "poll_seconds": Param(10, type="number", exclusiveMinimum=0, description="How often the trigger reads the lock and the progress log."),
+            **path_params(),
+        },
+    ) as dag:  # fmt: skip
+        from spark_jobs.runtime.durations import parse_seconds
+
+        backoff = parse_seconds(sup.get("restart_backoff", "30 seconds"), "restart_backoff")
+        StreamingSupervisorOperator(
+            task_id="supervise",
+            job=job,
+            action="{{ params.action }}",
+            trigger="{{ params.trigger }}",
+            overrides={k: _jinja(f"params.{k} or ''") for k in ("input", "output", "checkpoint")},
+            watch_seconds="{{ params.watch_minutes * 60 }}",
+            restart_backoff=_jinja(f"params.restart_backoff_seconds or {backoff}"),
+            max_restarts="{{ params.max_restarts }}",
+            poll_seconds="{{ params.poll_seconds }}",
+            doc_md="Attaches to the running driver or launches one; waits in DriverWatchTrigger.",
+        )
+    return dag
+
+
+def maintenance_dag(doc_md: str | None = None) -> DAG:
+    """``checkpoint_maintenance``: per job with snapshots: validate -> snapshot -> prune."""
+    from spark_jobs.runtime.spec import load_all
+
+    specs = [s for s in load_all() if s.snapshots]
+    with DAG(
+        dag_id="checkpoint_maintenance",
+        description="Validate, snapshot and prune the jobs' checkpoints",
+        doc_md=doc_md,
+        schedule="@daily",
+        start_date=START,
+        catchup=False,
+        max_active_runs=1,
+        default_args=default_args("platform", retries=1),
+        tags=["statekeeper", "checkpoints", "maintenance"],
+        params={
+            "dry_run": Param(
+                False,
+                type="boolean",
+                description="prune says what it would delete, deleting nothing.",
+            ),
+        },
+    ) as dag:
+        for spec in specs:
+            v = CheckpointValidateOperator(
+                task_id=f"validate_{spec.name}",
+                arguments=["checkpoint", "validate", spec.name],
+                retries=0,
+            )
+            snap = SparkJobsCliOperator(
+                task_id=f"snapshot_{spec.name}",
+                arguments=["checkpoint", "snapshot", spec.name],
+            )
+            prune = SparkJobsCliOperator(
+                task_id=f"prune_{spec.name}",
+                arguments=[
+                    "checkpoint",
+                    "prune",
+                    spec.name,
+                    "{{ '--dry-run' if params.dry_run else '' }}",
+                ],
+            )
+            v >> snap >> prune
+    return dag
+
+
+def quality_dag(doc_md: str | None = None) -> DAG:
+    """``data_quality``: every job's quality suite on its table (daily and on demand)."""
+    from spark_jobs.runtime.spec import load_all
+
+    specs = load_all()
+    with DAG(
+        dag_id="data_quality",
+        description="Great Expectations suites on every output table",
+        doc_md=doc_md,
+        schedule="@daily",
+        start_date=START,
+        catchup=False,
+        max_active_runs=1,
+        default_args=default_args("platform", retries=1),
+        tags=["statekeeper", "quality"],
+        params={
+            "jobs": Param([s.name for s in specs], type="array", items={"type": "string", "enum": [s.name for s in specs]}, description="The jobs whose tables to check."),
+            "tables_root": Param(None, type=["null", "string"], description="Read every table as <tables_root>/<job> instead of the spec's output."),
+        },
+    ) as dag:  # fmt: skip
+        for spec in specs:
+            QualityCheckOperator(
+                task_id=f"quality_{spec.name}",
+                arguments=[
+                    "quality", spec.name,
+                    "--table", _jinja(f"(params.tables_root ~ '/{spec.name}') if params.tables_root else ''"),
+                ],
+                skip_reason=_jinja(f"'' if '{spec.name}' in params.jobs else 'not in params.jobs'"),
+            )  # fmt: skip
+    return dag

@@ -1,0 +1,134 @@
+"""Health of a continuous streaming job, read from its progress log (no Spark, no Airflow).
+
+``assess`` turns the last progress records of ``<checkpoint>/_statekeeper/progress.jsonl`` into a
+verdict: ``dead`` (no driver holds the checkpoint), ``stalled`` (no progress for too long) or
+``healthy``, plus warnings that an engineer should look at but that a restart would not cure
+(slow batches, a backlog, state that only grows, late rows dropped).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+RESTART_VERDICTS = ("dead", "stalled")
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    max_progress_age: float = 300.0  # seconds without a progress record before "stalled"
+    trigger_interval: float = 30.0  # the job's processing-time trigger, seconds
+    max_batch_to_trigger_ratio: float = 2.0  # batch duration / trigger interval before "slow"
+    window: int = 5  # how many recent batches the rate and state checks look at
+    startup_grace: float = 180.0  # seconds a new driver gets before its first progress is due
+
+    @classmethod
+    def from_spec(cls, supervise: dict[str, Any], trigger_interval: float, parse) -> Thresholds:
+        """From a spec's ``supervise:`` block; ``parse`` turns ``5 minutes`` into seconds."""
+        kw: dict[str, Any] = {"trigger_interval": trigger_interval or 30.0}
+        if "max_progress_age" in supervise:
+            kw["max_progress_age"] = parse(supervise["max_progress_age"])
+        if "max_batch_to_trigger_ratio" in supervise:
+            kw["max_batch_to_trigger_ratio"] = float(supervise["max_batch_to_trigger_ratio"])
+        if "startup_grace" in supervise:
+            kw["startup_grace"] = parse(supervise["startup_grace"])
+        return cls(**kw)
+
+
+@dataclass
+class Health:
+    verdict: str  # healthy | stalled | dead | starting
+    reason: str
+    warnings: list[str] = field(default_factory=list)
+    progress_age: float | None = None
+    batch_id: int | None = None
+    state_rows: int | None = None
+
+    @property
+    def needs_restart(self) -> bool:
+        return self.verdict in RESTART_VERDICTS
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _logged_at(rec: dict[str, Any]) -> float | None:
+    sk = rec.get("statekeeper") or {}
+    if isinstance(sk.get("logged_at"), int | float):
+        return float(sk["logged_at"])
+    ts = rec.get("timestamp")
+    if isinstance(ts, str):
+        try:
+            from datetime import datetime
+
+            return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
+    return None
+
+
+def _state(rec: dict[str, Any], key: str) -> int:
+    return sum(int(op.get(key) or 0) for op in rec.get("stateOperators") or [])
+
+
+def assess(
+    records: list[dict[str, Any]],
+    driver_alive: bool,
+    th: Thresholds,
+    now: float | None = None,
+    started_at: float | None = None,
+) -> Health:
+    """The verdict for one job. ``records`` are its progress records, oldest first."""
+    now = time.time() if now is None else now
+    if not driver_alive:
+        return Health("dead", "no driver holds the checkpoint lock")
+    # Only progress written by this driver counts: an old log says nothing about a new process.
+    recent = [r for r in records if started_at is None or (_logged_at(r) or 0) >= started_at]
+    if not recent:
+        since = now - started_at if started_at else None
+        if since is not None and since > th.startup_grace:
+            return Health(
+                "stalled", f"no progress {since:.0f}s after start (grace {th.startup_grace:.0f}s)"
+            )
+        return Health("starting", "driver holds the lock; no progress yet")
+    last = recent[-1]
+    age = now - (_logged_at(last) or now)
+    h = Health(
+        "healthy",
+        "progressing",
+        progress_age=round(age, 1),
+        batch_id=last.get("batchId"),
+        state_rows=_state(last, "numRowsTotal"),
+    )
+    if age > th.max_progress_age:
+        h.verdict, h.reason = (
+            "stalled",
+            f"last progress {age:.0f}s ago (limit {th.max_progress_age:.0f}s)",
+        )
+    window = recent[-th.window :]
+    dur = (last.get("durationMs") or {}).get("triggerExecution")
+    if (
+        dur
+        and th.trigger_interval
+        and dur / 1000.0 > th.trigger_interval * th.max_batch_to_trigger_ratio
+    ):
+        h.warnings.append(
+            f"slow: batch {last.get('batchId')} took {dur / 1000:.1f}s for a {th.trigger_interval:g}s trigger"
+        )
+    busy = [r for r in window if (r.get("numInputRows") or 0) > 0]
+    if len(busy) >= 3 and all(
+        (r.get("inputRowsPerSecond") or 0) > (r.get("processedRowsPerSecond") or 0) for r in busy
+    ):
+        h.warnings.append("backlog: input rate above processing rate in the last batches")
+    totals = [_state(r, "numRowsTotal") for r in window]
+    if (
+        len(window) >= 3
+        and all(b > a for a, b in zip(totals, totals[1:], strict=False))
+        and not any(_state(r, "numRowsRemoved") for r in window)
+    ):
+        h.warnings.append(f"state growing with no rows removed ({totals[0]} -> {totals[-1]} rows)")
+    dropped = sum(_state(r, "numRowsDroppedByWatermark") for r in window)
+    if dropped:
+        h.warnings.append(f"late rows dropped by the watermark: {dropped} in the last batches")
+    return h

@@ -1,0 +1,108 @@
+"""Operators that call the light ``python -m spark_jobs`` commands and publish results.
+
+Each one stores its arguments in ``__init__`` and does the work in ``execute``; the CLI's exit code
+decides the outcome, and its one-line reason becomes the task's error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
+
+from statekeeper.hooks import CliResult, StatekeeperCliHook
+from statekeeper.submit import drop_empty_options, resolve_path
+
+
+class CheckpointInvalid(AirflowFailException):
+    """``checkpoint validate`` found errors: submitting on this checkpoint is refused."""
+
+
+class DataQualityFailed(AirflowFailException):
+    """A ``fail`` expectation did not hold: downstream consumers are not signalled."""
+
+
+class SparkJobsCliOperator(BaseOperator):
+    """Run ``python -m spark_jobs ARGUMENTS``; exit 0 succeeds, ``warn_codes`` succeed with a warning.
+
+    :param arguments: templated; options whose value renders empty are dropped.
+    :param skip_reason: templated; when it renders non-empty the task is skipped with it.
+    """
+
+    template_fields: Sequence[str] = ("arguments", "skip_reason")
+    ui_color = "#e8f0fe"
+    warn_codes: tuple[int, ...] = ()
+
+    def __init__(self, *, arguments: list[str], skip_reason: str = "", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.arguments = arguments
+        self.skip_reason = skip_reason
+        self._hook: StatekeeperCliHook | None = None
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        if str(self.skip_reason or "").strip() not in ("", "None"):
+            raise AirflowSkipException(str(self.skip_reason))
+        self._hook = StatekeeperCliHook()
+        res = self._hook.run(*drop_empty_options(self.arguments))
+        if res.returncode in self.warn_codes:
+            self.log.warning("finished with warnings: %s", res.reason)
+        elif res.returncode != 0:
+            self.fail(res)
+        return {"exit_code": res.returncode, "last_line": res.last_stdout_line}
+
+    def fail(self, res: CliResult) -> None:
+        raise AirflowException(f"{res.reason} (exit {res.returncode})")
+
+    def on_kill(self) -> None:
+        if self._hook is not None:
+            self._hook.kill()
+
+
+class CheckpointValidateOperator(SparkJobsCliOperator):
+    """``checkpoint validate``: exit 0 clean, 10 warnings (logged, the run goes on), 20 errors
+    (the task fails without retries, so nothing is submitted on a broken checkpoint)."""
+
+    warn_codes = (10,)
+
+    def fail(self, res: CliResult) -> None:
+        if res.returncode == 20:
+            raise CheckpointInvalid(f"checkpoint has errors, not submitting: {res.reason}")
+        super().fail(res)
+
+
+class QualityCheckOperator(SparkJobsCliOperator):
+    """``quality JOB``: exit 0 pass (warnings recorded), 1 a ``fail`` finding (no retry)."""
+
+    def fail(self, res: CliResult) -> None:
+        if res.returncode == 1:
+            raise DataQualityFailed(f"data quality failed: {res.reason}")
+        super().fail(res)
+
+
+class PublishAssetOperator(BaseOperator):
+    """Emit the Asset event for a job's Delta table, with its version in the event's extra.
+
+    Runs last, so consumers are signalled only after the run and its quality check succeeded.
+    """
+
+    template_fields: Sequence[str] = ("table",)
+    ui_color = "#d4edda"
+
+    def __init__(self, *, table: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.table = table
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        from statekeeper import delta_log
+
+        table = resolve_path(self.table)
+        version = delta_log.version(table)
+        if version is None:
+            raise AirflowSkipException(f"no Delta table at {table} yet; nothing to publish")
+        extra = {"table": table, "version": version}
+        for outlet in self.outlets:
+            context["outlet_events"][outlet].extra = extra
+        self.log.info("published %s at version %s", table, version)
+        return extra

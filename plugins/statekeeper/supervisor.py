@@ -1,0 +1,254 @@
+"""Keep one processing-time query alive per continuous job, waiting in triggers.
+
+One task run = one watch period. The task looks at the checkpoint: a driver that holds the job
+lock (or one it launched that is still starting) is *attached to*, never duplicated; only when no
+driver holds the checkpoint does it launch one (spark-submit started in its own session, so the
+driver outlives the task). It then defers to ``DriverWatchTrigger``; a dead or stalled driver is
+stopped and relaunched with exponential backoff, up to ``max_restarts`` per run.
+
+Why two drivers cannot happen: the launch decision runs under an flock on
+``_statekeeper/supervisor.lock`` and counts a launched pid that is still alive as a driver even
+before it took the job lock; a retried, killed or timed-out task leaves the driver running and the
+next try attaches to it; and the runner itself refuses a second writer (exit code 3).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict
+from typing import Any
+
+from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowException
+
+from statekeeper import driver
+from statekeeper.submit import drop_empty_options, submit_settings
+from statekeeper.triggers import DriverWatchTrigger
+
+MAX_BACKOFF = 600.0
+
+
+@contextmanager
+def launch_lock(checkpoint: str) -> Iterator[bool]:
+    """Held while deciding to launch; False when another supervisor is deciding right now."""
+    path = driver.statekeeper_dir(checkpoint) / "supervisor.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+class StreamingSupervisorOperator(BaseOperator):
+    """Supervise (or stop) the continuous driver of ``job``.
+
+    :param action: ``supervise`` or ``stop`` (templated).
+    :param trigger: the query's trigger, e.g. ``processing-time:30s``; empty = the spec's.
+    :param overrides: ``{"input": ..., "output": ..., "checkpoint": ...}``, empty = the spec's.
+    :param watch_seconds: how long one task run watches before it ends (the next run takes over).
+    """
+
+    template_fields: Sequence[str] = (
+        "action",
+        "trigger",
+        "overrides",
+        "watch_seconds",
+        "restart_backoff",
+        "max_restarts",
+        "poll_seconds",
+    )
+    ui_color = "#cce5ff"
+
+    def __init__(
+        self,
+        *,
+        job: str,
+        action: str = "supervise",
+        trigger: str = "",
+        overrides: dict[str, str] | None = None,
+        watch_seconds: Any = 600,
+        restart_backoff: Any = 30,
+        max_restarts: Any = 5,
+        poll_seconds: Any = 5,
+        conn_id: str = "spark_default",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.job = job
+        self.action = action
+        self.trigger = trigger
+        self.overrides = overrides or {}
+        self.watch_seconds = watch_seconds
+        self.restart_backoff = restart_backoff
+        self.max_restarts = max_restarts
+        self.poll_seconds = poll_seconds
+        self.conn_id = conn_id
+
+    # -- what the job looks like -------------------------------------------------------------
+    def _spec(self) -> Any:
+        from spark_jobs.runtime.spec import load_spec
+
+        ov = {
+            k: v
+            for k, v in (self.overrides or {}).items()
+            if str(v or "").strip() not in ("", "None")
+        }
+        trig = str(self.trigger or "").strip() or None
+        return load_spec(self.job).with_overrides(
+            input=ov.get("input"),
+            output=ov.get("output"),
+            checkpoint=ov.get("checkpoint"),
+            trigger=trig,
+        )
+
+    def _thresholds(self, spec: Any) -> dict[str, Any]:
+        from spark_jobs.runtime.durations import parse_seconds
+        from statekeeper.health import Thresholds
+
+        th = Thresholds.from_spec(
+            spec.supervise, spec.trigger.interval_seconds, lambda v: parse_seconds(v, "supervise")
+        )
+        return asdict(th)
+
+    def _args(self, spec: Any) -> list[str]:
+        ov = self.overrides or {}
+        return drop_empty_options(
+            ["run", self.job, "--trigger", str(spec.trigger),
+             "--input", ov.get("input", ""), "--output", ov.get("output", ""),
+             "--checkpoint", ov.get("checkpoint", "")]
+        )  # fmt: skip
+
+    # -- the steps ---------------------------------------------------------------------------
+    def execute(self, context: Any) -> dict[str, Any]:
+        spec = self._spec()
+        if str(self.action) == "stop":
+            state = driver.read_state(spec.checkpoint)
+            if driver.holder(spec.checkpoint) is None and not driver.launched_pid_alive(state):
+                return {"action": "stop", "result": "no driver was running"}
+            return {"action": "stop", "result": driver.stop(spec.checkpoint, state)}
+        if spec.trigger.available_now:
+            raise AirflowException(
+                f"job {self.job}: a supervised query needs a processing-time trigger, not "
+                f"{spec.trigger}; set the trigger param (e.g. processing-time:30s)"
+            )
+        run = {
+            "watch_until": time.time() + float(self.watch_seconds),
+            "restarts": 0,
+            "launched": [],
+            "events": [],
+        }
+        return self._step(context, run)
+
+    def _step(self, context: Any, run: dict[str, Any]) -> dict[str, Any]:
+        spec = self._spec()
+        ckpt = spec.checkpoint
+        with launch_lock(ckpt) as mine:
+            state = driver.read_state(ckpt)
+            info = driver.holder(ckpt)
+            starting = driver.launched_pid_alive(state)
+            if info is not None or starting or not mine:
+                who = info or {"pid": state.get("pid"), "purpose": "starting"}
+                self.log.info("a driver is already there (%s); attaching, not launching", who)
+                run["events"].append({"at": time.time(), "what": "attached", "pid": who.get("pid")})
+                return self._watch(run, ckpt, spec, state.get("launched_at"), state.get("pid"))
+            if run["restarts"] >= int(self.max_restarts):
+                raise AirflowException(
+                    f"job {self.job}: driver died or stalled {run['restarts']} times in this run; "
+                    f"gave up (max_restarts={self.max_restarts}); see {driver.DRIVER_LOG} under "
+                    f"{driver.statekeeper_dir(ckpt)}"
+                )
+            wait = run.get("not_before", 0) - time.time()
+            if wait > 0:
+                from datetime import timedelta
+
+                from airflow.providers.standard.triggers.temporal import TimeDeltaTrigger
+
+                self.log.info("backing off %.0fs before relaunching", wait)
+                self.defer(
+                    trigger=TimeDeltaTrigger(timedelta(seconds=wait)),
+                    method_name="resume_step",
+                    kwargs={"run": run},
+                )
+            pid = self._launch(spec)
+            now = time.time()
+            state = {
+                "pid": pid,
+                "pgid": pid,
+                "host": socket.gethostname(),
+                "launched_at": now,
+                "launches": int(state.get("launches", 0)) + 1,
+                "by": f"{context['dag'].dag_id}/{context['run_id']}/try{context['ti'].try_number}",
+            }
+            driver.write_state(ckpt, state)
+        run["launched"].append(pid)
+        run["events"].append({"at": now, "what": "launched", "pid": pid})
+        return self._watch(run, ckpt, spec, now, pid)
+
+    def _launch(self, spec: Any) -> int:
+        from statekeeper.hooks import DetachedSparkSubmitHook
+
+        settings = submit_settings(f"statekeeper-{self.job}", self._args(spec))
+        application = settings.pop("application")
+        hook = DetachedSparkSubmitHook(conn_id=self.conn_id, **settings)
+        return hook.launch(application, driver.statekeeper_dir(spec.checkpoint) / driver.DRIVER_LOG)
+
+    def _watch(
+        self, run: dict[str, Any], ckpt: str, spec: Any, started_at: float | None, pid: Any
+    ) -> Any:
+        self.defer(
+            trigger=DriverWatchTrigger(
+                checkpoint=ckpt,
+                thresholds=self._thresholds(spec),
+                watch_until=run["watch_until"],
+                started_at=started_at,
+                pid=pid,
+                poll_seconds=float(self.poll_seconds),
+            ),
+            method_name="resume_watch",
+            kwargs={"run": run},
+        )
+
+    def resume_step(self, context: Any, run: dict[str, Any], event: Any = None) -> dict[str, Any]:
+        return self._step(context, run)
+
+    def resume_watch(
+        self, context: Any, run: dict[str, Any], event: dict[str, Any]
+    ) -> dict[str, Any]:
+        health = event.get("health") or {}
+        for w in health.get("warnings") or []:
+            self.log.warning("job %s: %s", self.job, w)
+        if event.get("status") == "watch_over":
+            self.log.info(
+                "job %s: %s after the watch (%s)",
+                self.job,
+                health.get("verdict"),
+                health.get("reason"),
+            )
+            return {"job": self.job, "health": health, **run}
+        spec = self._spec()
+        self.log.warning(
+            "job %s is %s: %s; restarting", self.job, health.get("verdict"), health.get("reason")
+        )
+        if health.get("verdict") == "stalled":
+            self.log.info(driver.stop(spec.checkpoint, driver.read_state(spec.checkpoint)))
+        run["restarts"] += 1
+        run["events"].append(
+            {"at": time.time(), "what": health.get("verdict"), "why": health.get("reason")}
+        )
+        backoff = min(float(self.restart_backoff) * 2 ** (run["restarts"] - 1), MAX_BACKOFF)
+        run["not_before"] = time.time() + backoff
+        return self._step(context, run)

@@ -1,0 +1,113 @@
+"""Deferrable waits, run in the triggerer instead of a worker slot. Each yields one event.
+
+- ``CheckpointFreeTrigger``: until no driver holds a checkpoint (before a catch-up submit, or
+  after stopping an unhealthy driver), or a timeout.
+- ``DriverWatchTrigger``: watches a continuous driver through its lock and progress log; fires
+  when it is dead or stalled, when it turned healthy (``until_healthy``), or when the watch ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+
+class CheckpointFreeTrigger(BaseTrigger):
+    def __init__(self, checkpoint: str, timeout_seconds: float = 3600.0, poll_seconds: float = 5.0):
+        super().__init__()
+        self.checkpoint = checkpoint
+        self.timeout_seconds = timeout_seconds
+        self.poll_seconds = poll_seconds
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            "statekeeper.triggers.CheckpointFreeTrigger",
+            {
+                "checkpoint": self.checkpoint,
+                "timeout_seconds": self.timeout_seconds,
+                "poll_seconds": self.poll_seconds,
+            },
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        from spark_jobs.runtime.lock import holder
+
+        deadline = time.time() + self.timeout_seconds
+        while True:
+            info = await asyncio.to_thread(holder, self.checkpoint)
+            if info is None:
+                yield TriggerEvent({"status": "free", "checkpoint": self.checkpoint})
+                return
+            if time.time() >= deadline:
+                yield TriggerEvent(
+                    {"status": "timeout", "checkpoint": self.checkpoint, "holder": info}
+                )
+                return
+            await asyncio.sleep(self.poll_seconds)
+
+
+class DriverWatchTrigger(BaseTrigger):
+    def __init__(
+        self,
+        checkpoint: str,
+        thresholds: dict[str, Any],
+        watch_until: float,
+        started_at: float | None = None,
+        pid: int | None = None,
+        until_healthy: bool = False,
+        poll_seconds: float = 5.0,
+    ):
+        super().__init__()
+        self.checkpoint = checkpoint
+        self.thresholds = thresholds
+        self.watch_until = watch_until
+        self.started_at = started_at
+        self.pid = pid
+        self.until_healthy = until_healthy
+        self.poll_seconds = poll_seconds
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            "statekeeper.triggers.DriverWatchTrigger",
+            {
+                "checkpoint": self.checkpoint,
+                "thresholds": self.thresholds,
+                "watch_until": self.watch_until,
+                "started_at": self.started_at,
+                "pid": self.pid,
+                "until_healthy": self.until_healthy,
+                "poll_seconds": self.poll_seconds,
+            },
+        )
+
+    def _look(self) -> dict[str, Any]:
+        from spark_jobs.runtime.lock import is_held
+        from statekeeper import driver
+        from statekeeper.health import Thresholds, assess
+
+        alive = is_held(self.checkpoint) or driver.pid_alive(self.pid)
+        h = assess(
+            driver.tail_progress(self.checkpoint),
+            alive,
+            Thresholds(**self.thresholds),
+            started_at=self.started_at,
+        )
+        return h.to_dict()
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        while True:
+            h = await asyncio.to_thread(self._look)
+            if h["verdict"] in ("dead", "stalled"):
+                yield TriggerEvent({"status": "unhealthy", "health": h})
+                return
+            if self.until_healthy and h["verdict"] == "healthy":
+                yield TriggerEvent({"status": "healthy", "health": h})
+                return
+            if time.time() >= self.watch_until:
+                yield TriggerEvent({"status": "watch_over", "health": h})
+                return
+            await asyncio.sleep(self.poll_seconds)
