@@ -29,7 +29,6 @@ STATEKEEPER_DIR = paths.STATEKEEPER_DIR
 # V.delta, V.snapshot, V.changelog, V.zip, and checkpoint format v2's V_<uuid>.zip/.changelog
 _VERSION_FILE = re.compile(r"^(\d+)(?:_[0-9a-fA-F-]+)?\.(delta|snapshot|changelog|zip)$")
 _BATCH_FILE = re.compile(r"^(\d+)$")
-_TEMP_FILE = re.compile(r"(^\..*\.tmp$)|(\.tmp$)|(^_temporary$)")
 
 
 @dataclass(frozen=True)
@@ -51,7 +50,7 @@ class StoreFiles:
     files: int = 0
 
     def add(self, kind: str, size: int, version: int | None) -> None:
-        self.bytes_by_kind[kind] = self.bytes_by_kind.get(kind, 0) + size
+        self.bytes_by_kind[kind] = self.bytes_by_kind.get(kind, 0) + max(size, 0)
         self.files += 1
         if version is not None:
             self.versions.setdefault(version, set()).add(kind)
@@ -155,29 +154,34 @@ def filesystem(uri: str) -> tuple[Any, str]:
     return fs, root.rstrip("/")
 
 
-def list_files(uri: str) -> dict[str, FileInfo] | None:
-    """Every file under ``uri`` (relative path -> size, mtime); None when it does not exist."""
+def list_files(uri: str, sizes: bool = True) -> dict[str, dict[str, FileInfo]] | None:
+    """Every file under ``uri``, by folder: {relative folder: {name: FileInfo}}; None when the
+    folder does not exist. ``sizes=False`` skips the per-file stat on local disks (size -1)."""
     local = paths.local_path(uri)
     if local is not None:
         if not local.is_dir():
             return None
-        return _walk_local(str(local))
+        return _walk_local(str(local), sizes)
     fs, root = filesystem(uri)
     if not fs.exists(root):
         return None
-    out: dict[str, FileInfo] = {}
+    out: dict[str, dict[str, FileInfo]] = {}
     for full, info in fs.find(root, detail=True).items():
         rel = full[len(root) :].lstrip("/")
         mtime = info.get("mtime") or info.get("LastModified") or info.get("created") or 0
         if hasattr(mtime, "timestamp"):
             mtime = mtime.timestamp()
-        out[rel] = FileInfo(rel, int(info.get("size") or 0), float(mtime or 0))
+        folder, _, name = rel.rpartition("/")
+        out.setdefault(folder, {})[name] = FileInfo(
+            rel, int(info.get("size") or 0), float(mtime or 0)
+        )
     return out
 
 
-def _walk_local(root: str) -> dict[str, FileInfo]:
-    # os.scandir is ~10x faster than fsspec's local find on tens of thousands of files.
-    out: dict[str, FileInfo] = {}
+def _walk_local(root: str, sizes: bool) -> dict[str, dict[str, FileInfo]]:
+    # os.scandir knows file-or-folder without a stat; the stat per file is what costs, so
+    # validation (which needs no sizes) skips it.
+    out: dict[str, dict[str, FileInfo]] = {}
     stack = [("", root)]
     while stack:
         rel_dir, full_dir = stack.pop()
@@ -185,14 +189,32 @@ def _walk_local(root: str) -> dict[str, FileInfo]:
             entries = list(os.scandir(full_dir))
         except OSError:
             continue
+        here: dict[str, FileInfo] = {}
+        prefix = f"{rel_dir}/" if rel_dir else ""
         for e in entries:
-            rel = f"{rel_dir}{e.name}"
             if e.is_dir(follow_symlinks=False):
-                stack.append((rel + "/", e.path))
-            else:
+                stack.append((prefix + e.name, e.path))
+            elif sizes:
                 st = e.stat(follow_symlinks=False)
-                out[rel] = FileInfo(rel, st.st_size, st.st_mtime)
+                here[e.name] = FileInfo(prefix + e.name, st.st_size, st.st_mtime)
+            else:
+                here[e.name] = FileInfo(prefix + e.name, -1, 0.0)
+        if here:
+            out[rel_dir] = here
     return out
+
+
+def stat_file(uri: str, rel: str) -> FileInfo | None:
+    local = paths.local_path(uri)
+    try:
+        if local is not None:
+            st = (local / rel).stat()
+            return FileInfo(rel, st.st_size, st.st_mtime)
+        fs, root = filesystem(uri)
+        info = fs.info(f"{root}/{rel}")
+        return FileInfo(rel, int(info.get("size") or 0), float(info.get("mtime") or 0))
+    except (OSError, FileNotFoundError):
+        return None
 
 
 def read_text(uri: str, rel: str) -> str:
@@ -221,46 +243,59 @@ def parse_log_file(text: str) -> tuple[str, dict[str, Any], list[str]]:
 
 
 # How many of the newest offset/commit files are parsed in full. Spark itself only reads the
-# newest ones on restart; older ones are checked for being non-empty (from the listing) so a
-# checkpoint of thousands of batches still reads in milliseconds.
+# newest ones on restart; older ones are only listed (and, with sizes, checked for being empty)
+# so a checkpoint of thousands of batches still reads in well under a second.
 PARSE_TAIL = 256
 
 
-def read_layout(uri: str, parse_tail: int = PARSE_TAIL) -> Layout:
-    """List ``uri`` once and parse what the checks need; never writes."""
-    files = list_files(uri)
-    if files is None:
-        return Layout(uri=uri, exists=False)
-    lay = Layout(uri=uri, exists=True, files=files)
-    spark_files = {p: f for p, f in files.items() if not p.startswith(STATEKEEPER_DIR + "/")}
+def read_layout(uri: str, parse_tail: int = PARSE_TAIL, sizes: bool = True) -> Layout:
+    """List ``uri`` once and parse what the checks need; never writes.
 
-    for rel, f in spark_files.items():
-        parts = rel.split("/")
-        name = parts[-1]
-        if name.endswith(".crc"):
+    ``sizes=False`` (validation) skips the per-file stat: byte counts stay 0, except for the
+    metadata file and the file-source logs' compact files, which are stat'ed one by one.
+    """
+    dirs = list_files(uri, sizes)
+    if dirs is None:
+        return Layout(uri=uri, exists=False)
+    files = {f.path: f for folder in dirs.values() for f in folder.values()}
+    lay = Layout(uri=uri, exists=True, files=files)
+
+    for folder, entries in dirs.items():
+        parts = folder.split("/") if folder else []
+        if parts and parts[0] == STATEKEEPER_DIR:
             continue
-        if _TEMP_FILE.search(name) or "_temporary" in parts:
-            lay.temp_files.append(rel)
+        top = parts[0] if parts else ""
+        if top == "state" and "_temporary" not in parts:
+            _add_state_folder(lay, parts, entries)
+            lay.temp_files += [f.path for n, f in entries.items() if _is_temp(n)]
             continue
-        top = parts[0]
-        if top in ("offsets", "commits") and len(parts) == 2 and _BATCH_FILE.match(name):
-            (lay.offsets if top == "offsets" else lay.commits).append(int(name))
-            if f.size == 0:
-                lay.unparsable[rel] = "empty file"
-        elif top == "sources" and len(parts) == 3:
-            s = lay.source_logs.setdefault(parts[1], {"files": 0, "bytes": 0, "compact_bytes": 0})
-            s["files"] += 1
-            s["bytes"] += f.size
-            if name.endswith(".compact"):
-                s["compact_bytes"] = max(s["compact_bytes"], f.size)
-        elif top == "state" and len(parts) >= 3:
-            _add_state_file(lay, parts, f.size)
+        for name, f in entries.items():
+            if name.endswith(".crc"):
+                continue
+            if _is_temp(name) or "_temporary" in parts:
+                lay.temp_files.append(f.path)
+                continue
+            if len(parts) == 1 and top in ("offsets", "commits") and name.isdigit():
+                (lay.offsets if top == "offsets" else lay.commits).append(int(name))
+                if f.size == 0:
+                    lay.unparsable[f.path] = "empty file"
+            elif top == "sources" and len(parts) == 2:
+                s = lay.source_logs.setdefault(
+                    parts[1], {"files": 0, "bytes": 0, "compact_bytes": 0}
+                )
+                s["files"] += 1
+                s["bytes"] += max(f.size, 0)
+                if name.endswith(".compact"):
+                    size = f.size if f.size >= 0 else (stat_file(uri, f.path) or f).size
+                    s["compact_bytes"] = max(s["compact_bytes"], size)
     lay.offsets.sort()
     lay.commits.sort()
 
     if "metadata" not in files:
         lay.metadata_error = "missing"
     else:
+        if files["metadata"].size < 0:
+            files["metadata"] = stat_file(uri, "metadata") or files["metadata"]
         try:
             meta = json.loads(read_text(uri, "metadata").splitlines()[0])
             lay.query_id = str(meta["id"])
@@ -271,7 +306,8 @@ def read_layout(uri: str, parse_tail: int = PARSE_TAIL) -> Layout:
     wanted += [("commits", b) for b in lay.commits[-parse_tail:]]
     if lay.offsets:  # the oldest offset says when the recovery window starts
         wanted.append(("offsets", lay.offsets[0]))
-    restorable_guess = [b for b in lay.commits if b in set(lay.offsets)]
+    offset_set = set(lay.offsets)
+    restorable_guess = [b for b in lay.commits if b in offset_set]
     if restorable_guess:
         wanted.append(("offsets", restorable_guess[0]))
     for kind, b in dict.fromkeys(wanted):
@@ -285,7 +321,10 @@ def read_layout(uri: str, parse_tail: int = PARSE_TAIL) -> Layout:
             continue
         (lay.offset_meta if kind == "offsets" else lay.commit_meta)[b] = meta
 
-    for op in {s.op for s in lay.stores.values()} | _operator_dirs(spark_files):
+    for op in sorted(
+        {s.op for s in lay.stores.values()}
+        | {p.split("/")[1] for p in dirs if p.startswith("state/")}
+    ):
         rel = f"state/{op}/_metadata/metadata"
         if rel in files:
             try:
@@ -298,32 +337,38 @@ def read_layout(uri: str, parse_tail: int = PARSE_TAIL) -> Layout:
     return lay
 
 
-def _operator_dirs(files: dict[str, FileInfo]) -> set[str]:
-    return {p.split("/")[1] for p in files if p.startswith("state/") and p.count("/") >= 2}
-
-
-def _add_state_file(lay: Layout, parts: list[str], size: int) -> None:
+def _add_state_folder(lay: Layout, parts: list[str], entries: dict[str, FileInfo]) -> None:
+    """One folder of state files: where it sits says operator, partition, store and, for
+    ``SSTs/`` and ``_metadata/``, the kind; the names say the versions."""
     # state/<op>/<part>/[<store>/]<file>, state/<op>/<part>/[<store>/]SSTs/<sst>,
     # state/<op>/_metadata/..., state/<op>/_stateSchema/..., state/<op>/<part>/_metadata/schema
-    op, part = parts[1], parts[2]
-    if not part.isdigit():
+    if len(parts) < 3 or not parts[2].isdigit():
         return  # operator-level metadata and schema files
-    rest = parts[3:]
+    op, part, rest = parts[1], parts[2], parts[3:]
+    fixed = None
     if "_metadata" in rest or "_stateSchema" in rest:
         cut = rest.index("_metadata") if "_metadata" in rest else rest.index("_stateSchema")
-        kind, version, store_parts = "schema", None, rest[:cut]
+        fixed, rest = "schema", rest[:cut]
     elif "SSTs" in rest:
-        kind, version, store_parts = "sst", None, rest[: rest.index("SSTs")]
-    else:
-        m = _VERSION_FILE.match(rest[-1]) if rest else None
-        if m is None:
-            kind, version = "other", None
-        else:
-            kind, version = m.group(2), int(m.group(1))
-        store_parts = rest[:-1]
-    store = "/".join(store_parts)
+        fixed, rest = "sst", rest[: rest.index("SSTs")]
+    store = "/".join(rest)
     key = "/".join(p for p in (op, part, store) if p)
     sf = lay.stores.get(key)
     if sf is None:
         sf = lay.stores[key] = StoreFiles(op=op, part=part, store=store)
-    sf.add(kind, size, version)
+    match = _VERSION_FILE.match
+    for name, f in entries.items():
+        if name.endswith(".crc") or _is_temp(name):
+            continue
+        if fixed is not None:
+            sf.add(fixed, f.size, None)
+            continue
+        m = match(name)
+        if m is None:
+            sf.add("other", f.size, None)
+        else:
+            sf.add(m.group(2), f.size, int(m.group(1)))
+
+
+def _is_temp(name: str) -> bool:
+    return name.endswith(".tmp") or name == "_temporary"

@@ -124,6 +124,7 @@ def take_snapshot(target: Target, dry_run: bool = False) -> dict[str, Any]:
             previous = {f["path"]: f for f in snaps[0]["files"]}
         fs_out, store = _store(target.snapshot_root)
         fs_in, ck_root = filesystem(target.checkpoint)
+        stored = _object_names(fs_out, store)
         files, new_files, new_bytes, reused = [], 0, 0, 0
         for rel in sorted(lay.files):
             info = lay.files[rel]
@@ -134,7 +135,7 @@ def take_snapshot(target: Target, dry_run: bool = False) -> dict[str, Any]:
                 prev
                 and prev["size"] == info.size
                 and prev["mtime"] == info.mtime
-                and fs_out.exists(object_path(store, prev["sha256"]))
+                and prev["sha256"] in stored
             ):
                 sha = prev["sha256"]
                 reused += 1
@@ -185,6 +186,19 @@ def take_snapshot(target: Target, dry_run: bool = False) -> dict[str, Any]:
     summary["dry_run"] = dry_run
     summary["seconds"] = round(time.perf_counter() - started, 3)
     return summary
+
+
+def _object_names(fs: Any, store: str) -> set[str]:
+    """The hashes in the store, from one listing (not one existence check per file)."""
+    local = paths.local_path(store)
+    if local is not None:
+        base = local / "objects"
+        if not base.is_dir():
+            return set()
+        return {e.name for d in os.scandir(base) if d.is_dir() for e in os.scandir(d.path)}
+    if not fs.exists(f"{store}/objects"):
+        return set()
+    return {p.rsplit("/", 1)[-1] for p in fs.find(f"{store}/objects")}
 
 
 def _store_object(fs_in: Any, src: str, fs_out: Any, store: str) -> tuple[str, bool]:

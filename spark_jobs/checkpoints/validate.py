@@ -74,10 +74,6 @@ CATALOGUE: dict[str, tuple[str, str]] = {
         ERROR,
         "set state_store back to the pinned provider in the job spec, or run on a new checkpoint",
     ),
-    "CONF_PINNED": (
-        WARNING,
-        "Spark keeps the pinned value for this checkpoint; align the spec or start a new checkpoint",
-    ),
     "RETAINED_FEWER": (
         WARNING,
         "the job ran with a lower spark.sql.streaming.minBatchesToRetain than the spec; check --conf overrides",
@@ -178,7 +174,7 @@ def validate_checkpoint(
     Never writes. A checkpoint that does not exist yet gives a clean report.
     """
     started = time.perf_counter()
-    lay = layout or read_layout(checkpoint)
+    lay = layout or read_layout(checkpoint, sizes=False)
     rep = Report(checkpoint=checkpoint, exists=lay.exists)
     if lay.exists and (lay.offsets or lay.commits or "metadata" in lay.files or lay.stores):
         _check_layout(lay, rep)
@@ -277,8 +273,6 @@ def _check_spec(lay: Layout, rep: Report, spec: Any, snapshot_root: str | None) 
                 "CONF_STATE_STORE",
                 f"the checkpoint pinned {_short(have)}, the spec says {_short(want)} (state_store: {spec.state_store})",
             )
-        else:
-            rep.add("CONF_PINNED", f"the checkpoint pinned {key}={have}, the spec says {want}")
 
     retain = int(spec.min_batches_to_retain)
     committed = len(lay.commits)
