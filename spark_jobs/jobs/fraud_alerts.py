@@ -44,6 +44,10 @@ def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
     gap_ms = int(spec.param_seconds("failure_gap") * 1000)
     threshold = int(spec.params.get("threshold", 5))
     stream = events["auth"].withWatermark("event_time", spark_interval(spec.watermark_seconds))
+    if spec.executor == "batched":
+        from spark_jobs.jobs import keyed
+
+        return keyed.batched_fraud(stream, spec, gap_ms, threshold)
     return (
         stream.select(*INPUT_COLUMNS)
         .groupBy("user_id")

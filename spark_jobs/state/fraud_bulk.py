@@ -1,0 +1,111 @@
+"""Brute-force detection for a whole bucket of users in one call (the batched executor).
+
+Drives :func:`spark_jobs.state.fraud.update` for exactly the users Spark would call one by one:
+users with new events get their events (timeout clamped to just past the watermark, as the
+per-key job does), users whose timeout is before the watermark are dropped (the per-key timeout
+branch), everyone else is left alone. The logic is a short scan per user with resets, so the
+win here is one Python call per bucket instead of one per user; grouping is vectorised.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from spark_jobs.state import columnar
+from spark_jobs.state import fraud as logic
+
+_I64 = np.int64
+
+
+@dataclass
+class Bucket:
+    """Per user: the failure run (count, first, last, ips) and its timeout (deadline)."""
+
+    users: dict[str, tuple[logic.Failures, int]]
+
+    @classmethod
+    def decode(cls, blob: bytes | bytearray | memoryview | None) -> Bucket:
+        if blob is None or not len(blob):
+            return cls({})
+        c = columnar.decode(blob)
+        off = np.zeros(len(c["ip_len"]) + 1, dtype=_I64)
+        np.cumsum(c["ip_len"], out=off[1:])
+        ips, o = c["ips"].tolist(), off.tolist()
+        users = {}
+        for i, (k, n, f, la, d) in enumerate(
+            zip(
+                c["key"].tolist(),
+                c["count"].tolist(),
+                c["first"].tolist(),
+                c["last"].tolist(),
+                c["deadline"].tolist(),
+                strict=True,
+            )
+        ):
+            users[k] = (logic.Failures(n, f, la, set(ips[o[i] : o[i + 1]])), d)
+        return cls(users)
+
+    def encode(self) -> bytes:
+        keys = list(self.users)
+        runs = [self.users[k][0] for k in keys]
+        ips = [sorted(r.ips) for r in runs]
+        cols = {
+            "key": np.array(keys, dtype=object),
+            "count": np.array([r.count for r in runs], dtype=_I64),
+            "first": np.array([r.first for r in runs], dtype=_I64),
+            "last": np.array([r.last for r in runs], dtype=_I64),
+            "deadline": np.array([self.users[k][1] for k in keys], dtype=_I64),
+            "ip_len": np.array([len(x) for x in ips], dtype=_I64),
+            "ips": np.array([ip for x in ips for ip in x], dtype=object),
+        }
+        return columnar.encode(cols, len(keys))
+
+    def timeout(self) -> int | None:
+        return min((d for _, d in self.users.values()), default=None)
+
+
+def group_events(
+    key: np.ndarray, t: np.ndarray, eid: np.ndarray, etype: np.ndarray, ip: np.ndarray
+) -> dict[str, list]:
+    """user -> its events as the logic takes them: (time_ms, event_id, event_type, ip)."""
+    if not len(key):
+        return {}
+    codes, uniq = pd.factorize(key)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.flatnonzero(np.diff(codes[order])) + 1
+    rows = list(
+        zip(
+            t[order].tolist(),
+            eid[order].tolist(),
+            etype[order].tolist(),
+            ip[order].tolist(),
+            strict=True,
+        )
+    )
+    starts = [0, *bounds.tolist()]
+    stops = [*bounds.tolist(), len(rows)]
+    return {uniq[codes[order[a]]]: rows[a:b] for a, b in zip(starts, stops, strict=True)}
+
+
+def update_bucket(
+    events: dict[str, list], bucket: Bucket, watermark_ms: int, gap_ms: int, threshold: int = 5
+) -> tuple[list[dict], Bucket, int | None]:
+    """Returns (alert rows, the bucket's new state, its timeout or None = remove)."""
+    users = dict(bucket.users)
+    alerts: list[dict] = []
+    for user, (_, deadline) in bucket.users.items():
+        if deadline < watermark_ms and user not in events:
+            del users[user]  # the per-key timeout branch: the failure run is over
+    for user, evs in events.items():
+        prev = users.get(user)
+        rows, st, timeout = logic.update(user, evs, prev[0] if prev else None, gap_ms, threshold)
+        alerts.extend(rows)
+        if st is None:
+            users.pop(user, None)
+        else:
+            users[user] = (st, max(int(timeout or 0), watermark_ms + 1))
+    new = Bucket(users)
+    return alerts, new, new.timeout()
