@@ -1,0 +1,44 @@
+"""Helpers for job tests: hand-made landing files, specs pointed at a test's folders, table rows."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from spark_jobs.runtime.spec import JobSpec, load_spec
+
+T0 = datetime(2026, 3, 15, 12, 0, tzinfo=UTC)
+
+
+def at(minutes: float) -> str:
+    """An ISO-8601 event time ``minutes`` after 12:00Z on 2026-03-15."""
+    return (T0 + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def ts(minutes: float) -> datetime:
+    """The same instant as a naive UTC datetime, as Spark returns timestamps (session tz UTC)."""
+    return (T0 + timedelta(minutes=minutes)).replace(tzinfo=None)
+
+
+def write_lines(folder: Path, name: str, records: list[Any]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in records) + "\n")
+    return path
+
+
+def job_spec(job: str, tmp: Path, **changes: Any) -> JobSpec:
+    """The job's real spec, reading ``tmp/land`` and writing ``tmp/out``, ``tmp/ckpt``."""
+    from dataclasses import replace
+
+    inp = str(tmp / "land") if job == "order_payments" else str(tmp / "land" / load_spec(job).kinds[0])
+    spec = load_spec(job).with_overrides(input=inp, output=str(tmp / "out"), checkpoint=str(tmp / "ckpt"), trigger="available-now")
+    # Two partitions: half the tasks (and Python workers) of the spec's four, same semantics.
+    return replace(spec, **{"shuffle_partitions": 2, **changes})
+
+
+def rows(spark: Any, uri: str, order: list[str] | None = None) -> list[tuple]:
+    df = spark.read.format("delta").load(uri)
+    return [tuple(r) for r in df.orderBy(*(order or df.columns)).collect()]
