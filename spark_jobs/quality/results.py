@@ -83,58 +83,55 @@ def format_observed(value: Any, limit: int = 120) -> str:
 
 
 class History:
-    """What earlier runs recorded for one results table (empty when there is none yet)."""
+    """What earlier runs recorded for one results table (empty when there is none yet).
+
+    Read once per quality run (one small Spark job): per (table, suite, run) the versions,
+    run time, mode and row count.
+    """
 
     def __init__(self, spark: Any, uri: str) -> None:
         from spark_jobs.quality.incremental import is_delta_table
 
         self.uri = uri
-        self._df = spark.read.format("delta").load(uri) if is_delta_table(uri) else None
+        self.runs: list[dict[str, Any]] = []
+        if is_delta_table(uri):
+            from pyspark.sql import functions as F
+
+            self.runs = [
+                r.asDict()
+                for r in spark.read.format("delta")
+                .load(uri)
+                .groupBy("table_uri", "suite", "run_id", "mode")
+                .agg(
+                    F.max("version_to").alias("version_to"),
+                    F.max("run_time").alias("run_time"),
+                    F.max("rows").alias("rows"),
+                )
+                .collect()
+            ]
+
+    def _of(self, table_uri: str, suite: str) -> list[dict[str, Any]]:
+        runs = [r for r in self.runs if r["table_uri"] == table_uri and r["suite"] == suite]
+        return sorted(runs, key=lambda r: r["run_time"], reverse=True)
 
     def last_version(self, table_uri: str, suite: str) -> int | None:
-        if self._df is None:
-            return None
-        from pyspark.sql import functions as F
-
-        row = (
-            self._df.where((F.col("table_uri") == table_uri) & (F.col("suite") == suite))
-            .agg(F.max("version_to").alias("v"))
-            .collect()[0]
-        )
-        return None if row["v"] is None else int(row["v"])
+        versions = [
+            r["version_to"] for r in self._of(table_uri, suite) if r["version_to"] is not None
+        ]
+        return max(versions) if versions else None
 
     def last_run_time(self, table_uri: str, suite: str) -> datetime | None:
-        if self._df is None:
-            return None
-        from pyspark.sql import functions as F
-
-        row = (
-            self._df.where((F.col("table_uri") == table_uri) & (F.col("suite") == suite))
-            .agg(F.max("run_time").alias("t"))
-            .collect()[0]
-        )
-        return row["t"]
+        runs = self._of(table_uri, suite)
+        return runs[0]["run_time"] if runs else None
 
     def trailing_rows(self, table_uri: str, suite: str, n: int) -> list[int]:
         """New-row counts of the last ``n`` incremental runs of a suite, newest first."""
-        if self._df is None:
-            return []
-        from pyspark.sql import functions as F
-
-        runs = (
-            self._df.where(
-                (F.col("table_uri") == table_uri)
-                & (F.col("suite") == suite)
-                & (F.col("mode") == "incremental")
-                & F.col("rows").isNotNull()
-            )
-            .groupBy("run_id")
-            .agg(F.max("run_time").alias("t"), F.max("rows").alias("rows"))
-            .orderBy(F.col("t").desc())
-            .limit(int(n))
-            .collect()
-        )
-        return [int(r["rows"]) for r in runs]
+        runs = [
+            r
+            for r in self._of(table_uri, suite)
+            if r["mode"] == "incremental" and r["rows"] is not None
+        ]
+        return [int(r["rows"]) for r in runs[: int(n)]]
 
 
 def volume_bounds(trailing: list[int], options: dict[str, float]) -> tuple[int, int | None]:
