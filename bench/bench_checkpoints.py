@@ -119,7 +119,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--partitions", type=int, default=4)
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--smoke", action="store_true", help="1,000 batches, 2 repeats (python -m bench --smoke)"
+    )
     args = p.parse_args(argv)
+    if args.smoke:
+        args.batches, args.repeat = min(args.batches, 1_000), 2
     r = run(args.batches, args.partitions, args.repeat)
     if args.json:
         print(json.dumps(r, indent=2))
