@@ -140,7 +140,7 @@ def run_quality(
         from spark_jobs.runtime.session import build_session
 
         spark = build_session(f"statekeeper-quality-{spec.name}")
-    run_time = datetime.now().replace(microsecond=0)
+    run_time = datetime.now()
     run_id = f"{run_time:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
     out = QualityResult(spec.name, uri, run_id, run_time, results_table=results.results_uri(uri))
     history = results.History(spark, out.results_table)
@@ -166,7 +166,9 @@ def run_quality(
     batches: list[tuple[str, list[Check], incremental.Slice]] = []
     if main is not None:
         batches.append((suite.name, suite.for_target(TABLE), main))
-    if quar is not None and suite.for_target(QUARANTINE):
+    if quar is not None and quar.mode == "nothing new":
+        out.note = f"nothing quarantined since version {quar.version_to}: quarantine rate 0"
+    elif quar is not None and suite.for_target(QUARANTINE):
         batches.append((suite.quarantine_name, suite.for_target(QUARANTINE), quar))
     for name, checks, sl in batches:
         if not checks:
@@ -247,7 +249,13 @@ def _parameters(
     values[P_QUARANTINE_MAX] = None
     read = None
     if rate is not None:
-        since = None if full else history.last_run_time(quarantine_uri, suite.quarantine_name)
+        # Records read since this table's last quality run (either suite), i.e. since the
+        # quarantine rows already validated.
+        times = [
+            history.last_run_time(u, n)
+            for u, n in ((uri, suite.name), (quarantine_uri, suite.quarantine_name))
+        ]
+        since = None if full else max((t for t in times if t is not None), default=None)
         read = _records_read(spec.checkpoint, since)
         if read is None:
             note = (
