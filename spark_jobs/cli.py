@@ -39,7 +39,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     for s in load_all():
         kinds = "+".join(s.kinds)
-        print(f"{s.name:<16} {s.mode:<11} {kinds:<16} {s.output_mode:<7} trigger={s.trigger}  output={s.output}")
+        print(
+            f"{s.name:<16} {s.mode:<11} {kinds:<16} {s.output_mode:<7} trigger={s.trigger}  output={s.output}"
+        )
     return 0
 
 
@@ -87,11 +89,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("run", help="run a job (available-now: process what is there, then exit)")
     sp.add_argument("job")
-    sp.add_argument("--input", action="append", metavar="URI", help="landing folder (KIND=URI for a job with several inputs)")
+    sp.add_argument(
+        "--input",
+        action="append",
+        metavar="URI",
+        help="landing folder (KIND=URI for a job with several inputs)",
+    )
     sp.add_argument("--output", metavar="URI", help="the Delta table to write")
     sp.add_argument("--checkpoint", metavar="URI", help="the checkpoint folder")
     sp.add_argument("--trigger", help="available-now | processing-time:30s")
-    sp.add_argument("--run-for", metavar="DURATION", help="stop a processing-time run after this long")
+    sp.add_argument(
+        "--run-for", metavar="DURATION", help="stop a processing-time run after this long"
+    )
     sp.add_argument("--conf", action="append", metavar="KEY=VALUE", help="extra Spark conf")
     sp.set_defaults(func=cmd_run)
 
@@ -101,11 +110,17 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("kind", choices=GEN_KINDS)
     sp.add_argument("--out", required=True, metavar="URI")
     sp.add_argument("--events", required=True, type=int)
-    sp.add_argument("--keys", type=int, default=None, help="distinct users/services (default: events/20)")
+    sp.add_argument(
+        "--keys", type=int, default=None, help="distinct users/services (default: events/20)"
+    )
     sp.add_argument("--seed", type=int, default=1)
     sp.add_argument("--bad-rate", type=float, default=0.0, help="share of bad lines (0..1)")
-    sp.add_argument("--late-rate", type=float, default=0.0, help="share of events hours behind (0..1)")
-    sp.add_argument("--dup-rate", type=float, default=0.0, help="share of re-sent duplicate events (0..1)")
+    sp.add_argument(
+        "--late-rate", type=float, default=0.0, help="share of events hours behind (0..1)"
+    )
+    sp.add_argument(
+        "--dup-rate", type=float, default=0.0, help="share of re-sent duplicate events (0..1)"
+    )
     sp.add_argument("--files", type=int, default=None, help="files to split the events into")
     sp.set_defaults(func=cmd_generate)
 

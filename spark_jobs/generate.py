@@ -21,8 +21,25 @@ from spark_jobs.runtime import paths
 KINDS = ("clickstream", "auth", "service-logs", "orders", "payments")
 STATE_FILE = ".statekeeper-generate.json"
 DEFAULT_START = datetime(2026, 3, 15, 12, 0, tzinfo=UTC)
-PAGES = ("/", "/search", "/product/1", "/product/2", "/product/3", "/cart", "/checkout", "/help", "/account", "/deals")
-CLICK_TYPES = (("page_view", 0.70), ("click", 0.14), ("add_to_cart", 0.07), ("checkout", 0.06), ("purchase", 0.03))
+PAGES = (
+    "/",
+    "/search",
+    "/product/1",
+    "/product/2",
+    "/product/3",
+    "/cart",
+    "/checkout",
+    "/help",
+    "/account",
+    "/deals",
+)
+CLICK_TYPES = (
+    ("page_view", 0.70),
+    ("click", 0.14),
+    ("add_to_cart", 0.07),
+    ("checkout", 0.06),
+    ("purchase", 0.03),
+)
 LEVELS = (("INFO", 0.85), ("WARN", 0.1), ("ERROR", 0.05))
 
 
@@ -61,7 +78,9 @@ def _eid(rng: random.Random) -> str:
     return f"{rng.getrandbits(64):016x}"
 
 
-def _clickstream(rng: random.Random, n: int, keys: int, start: datetime) -> tuple[list[dict[str, Any]], datetime]:
+def _clickstream(
+    rng: random.Random, n: int, keys: int, start: datetime
+) -> tuple[list[dict[str, Any]], datetime]:
     sessions_per_user = max(1.0, n / keys / 7)
     span = timedelta(hours=max(2.0, sessions_per_user * 3))
     out: list[dict[str, Any]] = []
@@ -72,29 +91,49 @@ def _clickstream(rng: random.Random, n: int, keys: int, start: datetime) -> tupl
             etype = _pick(rng, CLICK_TYPES)
             page = rng.choice(PAGES) if etype == "page_view" or rng.random() < 0.5 else None
             dur = rng.randint(1, 300) if rng.random() < 0.9 else None
-            out.append({"event_id": _eid(rng), "user_id": user, "event_type": etype, "page": page, "duration_sec": dur, "_t": t})
+            out.append(
+                {
+                    "event_id": _eid(rng),
+                    "user_id": user,
+                    "event_type": etype,
+                    "page": page,
+                    "duration_sec": dur,
+                    "_t": t,
+                }
+            )
             t += timedelta(seconds=min(1200.0, rng.expovariate(1 / 90)))
     return out, start + span
 
 
-def _auth(rng: random.Random, n: int, keys: int, start: datetime) -> tuple[list[dict[str, Any]], datetime]:
+def _auth(
+    rng: random.Random, n: int, keys: int, start: datetime
+) -> tuple[list[dict[str, Any]], datetime]:
     span = timedelta(hours=max(1.0, n / keys / 4))
     out: list[dict[str, Any]] = []
     while len(out) < n:
         user = f"u{rng.randrange(keys):06d}"
         t = start + span * rng.random()
-        ips = [f"10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(1, 255)}" for _ in range(3)]
+        ips = [
+            f"10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(1, 255)}"
+            for _ in range(3)
+        ]
         if rng.random() < 0.08:  # a brute-force burst: many failures, a few IPs, seconds apart
             burst = [("LOGIN_FAILED", rng.choice(ips)) for _ in range(rng.randint(3, 12))]
         else:  # a person: maybe a typo or two, then in
-            burst = [("LOGIN_FAILED", ips[0])] * rng.choice((0, 0, 0, 1, 2)) + [("LOGIN_SUCCESS", ips[0])]
+            burst = [("LOGIN_FAILED", ips[0])] * rng.choice((0, 0, 0, 1, 2)) + [
+                ("LOGIN_SUCCESS", ips[0])
+            ]
         for etype, ip in burst[: n - len(out)]:
-            out.append({"event_id": _eid(rng), "user_id": user, "event_type": etype, "ip": ip, "_t": t})
+            out.append(
+                {"event_id": _eid(rng), "user_id": user, "event_type": etype, "ip": ip, "_t": t}
+            )
             t += timedelta(seconds=rng.uniform(5, 120))
     return out, start + span
 
 
-def _service_logs(rng: random.Random, n: int, keys: int, start: datetime) -> tuple[list[dict[str, Any]], datetime]:
+def _service_logs(
+    rng: random.Random, n: int, keys: int, start: datetime
+) -> tuple[list[dict[str, Any]], datetime]:
     per_service = max(1, n // keys)
     out: list[dict[str, Any]] = []
     end = start
@@ -104,7 +143,14 @@ def _service_logs(rng: random.Random, n: int, keys: int, start: datetime) -> tup
         silent_at = rng.randrange(per_service) if rng.random() < 0.3 else -1
         for i in range(per_service):
             level = _pick(rng, LEVELS)
-            out.append({"service": service, "level": level, "message": f"{level.lower()} handled request {rng.randrange(10**6)}", "_t": t})
+            out.append(
+                {
+                    "service": service,
+                    "level": level,
+                    "message": f"{level.lower()} handled request {rng.randrange(10**6)}",
+                    "_t": t,
+                }
+            )
             t += timedelta(seconds=rng.uniform(20, 60))
             if i == silent_at:  # goes quiet for longer than stale_after
                 t += timedelta(minutes=rng.uniform(7, 20))
@@ -112,16 +158,25 @@ def _service_logs(rng: random.Random, n: int, keys: int, start: datetime) -> tup
     return out[:n], end
 
 
-def _orders(rng: random.Random, n: int, keys: int, start: datetime) -> tuple[list[dict[str, Any]], datetime]:
+def _orders(
+    rng: random.Random, n: int, keys: int, start: datetime
+) -> tuple[list[dict[str, Any]], datetime]:
     span = timedelta(hours=max(1.0, n / 2000))
     out = [
-        {"order_id": f"o-{_eid(rng)}", "user_id": f"u{rng.randrange(keys):06d}", "amount": round(rng.uniform(5, 500), 2), "_t": start + span * rng.random()}
+        {
+            "order_id": f"o-{_eid(rng)}",
+            "user_id": f"u{rng.randrange(keys):06d}",
+            "amount": round(rng.uniform(5, 500), 2),
+            "_t": start + span * rng.random(),
+        }
         for _ in range(n)
     ]
     return out, start + span
 
 
-def _payments(rng: random.Random, n: int, orders_dir: Path, state: dict[str, Any]) -> list[dict[str, Any]]:
+def _payments(
+    rng: random.Random, n: int, orders_dir: Path, state: dict[str, Any]
+) -> list[dict[str, Any]]:
     """Payments for orders in ``orders_dir`` not paid by an earlier call: most within the hour,
     some late (past the join's hour), some never."""
     done = set(state.get("paid_files", []))
@@ -142,7 +197,14 @@ def _payments(rng: random.Random, n: int, orders_dir: Path, state: dict[str, Any
             if r < 0.10:
                 continue
             delay = timedelta(minutes=rng.uniform(1, 50) if r < 0.95 else rng.uniform(70, 180))
-            out.append({"payment_id": f"p-{_eid(rng)}", "order_id": order_id, "amount": amount, "_t": t + delay})
+            out.append(
+                {
+                    "payment_id": f"p-{_eid(rng)}",
+                    "order_id": order_id,
+                    "amount": amount,
+                    "_t": t + delay,
+                }
+            )
         done.add(f.name)
     state["paid_files"] = sorted(done)
     return out[:n] if n else out
@@ -172,7 +234,9 @@ def _load_state(folder: Path) -> dict[str, Any]:
         try:
             return dict(json.loads(p.read_text()))
         except ValueError as exc:
-            raise UserError(f"{p} is not valid JSON; delete it to restart the folder's clock") from exc
+            raise UserError(
+                f"{p} is not valid JSON; delete it to restart the folder's clock"
+            ) from exc
     return {"calls": 0, "clock": _ts(DEFAULT_START)}
 
 
@@ -193,7 +257,11 @@ def generate(
         raise UserError(f"unknown kind {kind!r}; kinds: {', '.join(KINDS)}")
     if events < 0:
         raise UserError("--events must be >= 0")
-    for name, rate in (("--bad-rate", bad_rate), ("--late-rate", late_rate), ("--dup-rate", dup_rate)):
+    for name, rate in (
+        ("--bad-rate", bad_rate),
+        ("--late-rate", late_rate),
+        ("--dup-rate", dup_rate),
+    ):
         if not 0.0 <= rate <= 1.0:
             raise UserError(f"{name} must be between 0 and 1, not {rate}")
     folder = paths.local_path(out)
@@ -210,13 +278,17 @@ def generate(
     elif kind == "auth":
         evs, end = _auth(rng, events, keys, start)
     elif kind == "service-logs":
-        evs, end = _service_logs(rng, events, keys if keys != max(1, events // 20) else max(1, min(50, keys)), start)
+        evs, end = _service_logs(
+            rng, events, keys if keys != max(1, events // 20) else max(1, min(50, keys)), start
+        )
     elif kind == "orders":
         evs, end = _orders(rng, events, keys, start)
     else:
         orders_dir = Path(orders_from) if orders_from else folder.parent / "orders"
         if not orders_dir.is_dir():
-            raise UserError(f"payments are made for orders: generate orders into {orders_dir} first (or pass orders_from)")
+            raise UserError(
+                f"payments are made for orders: generate orders into {orders_dir} first (or pass orders_from)"
+            )
         evs = _payments(rng, events, orders_dir, state)
         end = max([e["_t"] for e in evs], default=start)
     report = Report(kind=kind, out=str(folder))

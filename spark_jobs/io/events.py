@@ -27,7 +27,9 @@ class Field:
 
     @property
     def spark_type(self) -> str:
-        return {"str": "string", "int": "bigint", "num": "decimal(18,2)", "ts": "timestamp"}[self.type]
+        return {"str": "string", "int": "bigint", "num": "decimal(18,2)", "ts": "timestamp"}[
+            self.type
+        ]
 
 
 KINDS: dict[str, tuple[Field, ...]] = {
@@ -73,7 +75,12 @@ _ACCEPTS = {
     "num": ("BIGINT", "INT", "SMALLINT", "TINYINT", "DOUBLE", "FLOAT", "DECIMAL"),
     "ts": ("STRING",),
 }
-_TYPE_WORDS = {"str": "a string", "int": "an integer", "num": "a number", "ts": "a timestamp string"}
+_TYPE_WORDS = {
+    "str": "a string",
+    "int": "an integer",
+    "num": "a number",
+    "ts": "a timestamp string",
+}
 
 
 def fields(kind: str) -> tuple[Field, ...]:
@@ -111,7 +118,12 @@ def _reason(v: Column, kind: str) -> Column:
         if not f.nullable:
             checks.append((absent, F.lit(f"missing field {f.name}")))
         bad_type = ~absent & ~t.isin(*_ACCEPTS[f.type])
-        checks.append((bad_type, F.concat(F.lit(f"field {f.name} must be {_TYPE_WORDS[f.type]}, got "), F.lower(t))))
+        checks.append(
+            (
+                bad_type,
+                F.concat(F.lit(f"field {f.name} must be {_TYPE_WORDS[f.type]}, got "), F.lower(t)),
+            )
+        )
         if f.type == "ts":
             s = F.try_variant_get(v, f"$.{f.name}", "string")
             checks.append(
@@ -122,7 +134,12 @@ def _reason(v: Column, kind: str) -> Column:
             )
         if f.allowed:
             s = F.try_variant_get(v, f"$.{f.name}", "string")
-            checks.append((~absent & ~s.isin(*f.allowed), F.lit(f"field {f.name} must be one of {', '.join(f.allowed)}")))
+            checks.append(
+                (
+                    ~absent & ~s.isin(*f.allowed),
+                    F.lit(f"field {f.name} must be one of {', '.join(f.allowed)}"),
+                )
+            )
     expr = None
     for cond, msg in checks:
         expr = F.when(cond, msg) if expr is None else expr.when(cond, msg)

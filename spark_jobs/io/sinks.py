@@ -17,7 +17,14 @@ TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 
 
-def start_append(df: Any, output: str, checkpoint: str, name: str, trigger: dict[str, Any], output_mode: str = "append") -> Any:
+def start_append(
+    df: Any,
+    output: str,
+    checkpoint: str,
+    name: str,
+    trigger: dict[str, Any],
+    output_mode: str = "append",
+) -> Any:
     return (
         df.writeStream.format("delta")
         .queryName(name)
@@ -70,7 +77,9 @@ def make_upsert(output: str, checkpoint: str, keys: tuple[str, ...]):
     return upsert_batch
 
 
-def start_upsert(df: Any, output: str, checkpoint: str, name: str, trigger: dict[str, Any], keys: tuple[str, ...]) -> Any:
+def start_upsert(
+    df: Any, output: str, checkpoint: str, name: str, trigger: dict[str, Any], keys: tuple[str, ...]
+) -> Any:
     return (
         df.writeStream.queryName(name)
         .outputMode("update")

@@ -23,7 +23,9 @@ def check_input(uri: str, job: str) -> None:
     if local is None:
         return
     if not local.exists():
-        raise UserError(f"input folder {uri} of job {job} does not exist; generate data into it or pass --input")
+        raise UserError(
+            f"input folder {uri} of job {job} does not exist; generate data into it or pass --input"
+        )
     if not local.is_dir():
         raise UserError(f"input {uri} of job {job} is not a folder of JSON-lines files")
     try:

@@ -21,5 +21,7 @@ def job_module(name: str) -> ModuleType:
     from spark_jobs.errors import UserError
 
     if name not in JOB_MODULES:
-        raise UserError(f"job {name!r} has a spec but no implementation; jobs: {', '.join(JOB_MODULES)}")
+        raise UserError(
+            f"job {name!r} has a spec but no implementation; jobs: {', '.join(JOB_MODULES)}"
+        )
     return importlib.import_module(JOB_MODULES[name])

@@ -28,7 +28,15 @@ def make_update(gap_ms: int, threshold: int):
         df = concat(pdfs)
         events = []
         if df is not None:
-            events = list(zip(to_ms(df["event_time"]).tolist(), df["event_id"], df["event_type"], df["ip"], strict=True))
+            events = list(
+                zip(
+                    to_ms(df["event_time"]).tolist(),
+                    df["event_id"],
+                    df["event_type"],
+                    df["ip"],
+                    strict=True,
+                )
+            )
         rows, st, timeout = logic.update(key[0], events, prev, gap_ms, threshold)
         if st is None:
             state.remove()
@@ -51,5 +59,11 @@ def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
     return (
         stream.select(*INPUT_COLUMNS)
         .groupBy("user_id")
-        .applyInPandasWithState(make_update(gap_ms, threshold), OUTPUTS["fraud_alerts"], STATE_SCHEMA, "append", "EventTimeTimeout")
+        .applyInPandasWithState(
+            make_update(gap_ms, threshold),
+            OUTPUTS["fraud_alerts"],
+            STATE_SCHEMA,
+            "append",
+            "EventTimeTimeout",
+        )
     )

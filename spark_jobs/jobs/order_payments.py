@@ -16,15 +16,21 @@ def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
 
     wm = spark_interval(spec.watermark_seconds)
     within = spark_interval(spec.param_seconds("payment_within"))
-    orders = events["orders"].select(
-        "order_id", "user_id", "amount", F.col("event_time").alias("order_time")
-    ).withWatermark("order_time", wm)
-    payments = events["payments"].select(
-        "payment_id",
-        F.col("order_id").alias("paid_order_id"),
-        F.col("amount").alias("payment_amount"),
-        F.col("event_time").alias("payment_time"),
-    ).withWatermark("payment_time", wm)
+    orders = (
+        events["orders"]
+        .select("order_id", "user_id", "amount", F.col("event_time").alias("order_time"))
+        .withWatermark("order_time", wm)
+    )
+    payments = (
+        events["payments"]
+        .select(
+            "payment_id",
+            F.col("order_id").alias("paid_order_id"),
+            F.col("amount").alias("payment_amount"),
+            F.col("event_time").alias("payment_time"),
+        )
+        .withWatermark("payment_time", wm)
+    )
     cond = (
         (F.col("order_id") == F.col("paid_order_id"))
         & (F.col("payment_time") >= F.col("order_time"))

@@ -10,7 +10,11 @@ import pandas as pd
 
 def to_ms(col: pd.Series) -> np.ndarray:
     """Epoch milliseconds of a timestamp column (naive = UTC, as the session's time zone is UTC)."""
-    values = col.to_numpy(dtype="datetime64[ns]") if col.dt.tz is None else col.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy()
+    values = (
+        col.to_numpy(dtype="datetime64[ns]")
+        if col.dt.tz is None
+        else col.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy()
+    )
     return values.astype("datetime64[ms]").astype(np.int64)
 
 

@@ -96,7 +96,12 @@ def _one_line(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-def run_job(spec: JobSpec, conf: dict[str, str] | None = None, run_for: float | None = None, spark: Any = None) -> RunSummary:
+def run_job(
+    spec: JobSpec,
+    conf: dict[str, str] | None = None,
+    run_for: float | None = None,
+    spark: Any = None,
+) -> RunSummary:
     """Run ``spec`` until its trigger says stop (available-now) or ``run_for`` seconds pass."""
     module = job_module(spec.name)
     with JobLock(spec.checkpoint, job=spec.name, purpose="run"):
@@ -115,7 +120,9 @@ def run_job(spec: JobSpec, conf: dict[str, str] | None = None, run_for: float | 
         started = time.time()
         qname = f"{spec.name}"
         quarantine_name = f"{spec.name}__quarantine"
-        listener = progress.make_listener(spec.name, {qname: spec.checkpoint, quarantine_name: quarantine_checkpoint(spec)})
+        listener = progress.make_listener(
+            spec.name, {qname: spec.checkpoint, quarantine_name: quarantine_checkpoint(spec)}
+        )
         spark.streams.addListener(listener)
         queries: list[Any] = []
         try:
@@ -128,9 +135,17 @@ def run_job(spec: JobSpec, conf: dict[str, str] | None = None, run_for: float | 
                 bad = b if bad is None else bad.unionByName(b)
             out = module.build(spark, spec, good)
             trig = _trigger(spec)
-            queries.append(sinks.start_append(bad, spec.quarantine, quarantine_checkpoint(spec), quarantine_name, trig))
+            queries.append(
+                sinks.start_append(
+                    bad, spec.quarantine, quarantine_checkpoint(spec), quarantine_name, trig
+                )
+            )
             if module.SINK == "upsert":
-                queries.append(sinks.start_upsert(out, spec.output, spec.checkpoint, qname, trig, tables.KEYS[spec.name]))
+                queries.append(
+                    sinks.start_upsert(
+                        out, spec.output, spec.checkpoint, qname, trig, tables.KEYS[spec.name]
+                    )
+                )
             else:
                 queries.append(sinks.start_append(out, spec.output, spec.checkpoint, qname, trig))
             _wait(queries, run_for)
@@ -138,7 +153,17 @@ def run_job(spec: JobSpec, conf: dict[str, str] | None = None, run_for: float | 
         except UserError:
             raise
         except Exception as exc:  # a failed query: one line, the detail stays in Spark's log
-            if type(exc).__name__ in ("StreamingQueryException", "AnalysisException", "IllegalArgumentException", "Py4JJavaError", "PySparkException") or "pyspark" in type(exc).__module__:
+            if (
+                type(exc).__name__
+                in (
+                    "StreamingQueryException",
+                    "AnalysisException",
+                    "IllegalArgumentException",
+                    "Py4JJavaError",
+                    "PySparkException",
+                )
+                or "pyspark" in type(exc).__module__
+            ):
                 raise JobFailed(f"job {spec.name} failed: {_one_line(exc)}") from exc
             raise
         finally:
@@ -181,7 +206,10 @@ def _wait_for_listener(spec: JobSpec, queries: list[Any], timeout: float = 15.0)
     deadline = time.time() + timeout
     while wanted and time.time() < deadline:
         for target, (run_id, batch) in list(wanted.items()):
-            if any(r.get("runId") == run_id and int(r.get("batchId", -1)) >= batch for r in progress.read_progress(target)):
+            if any(
+                r.get("runId") == run_id and int(r.get("batchId", -1)) >= batch
+                for r in progress.read_progress(target)
+            ):
                 del wanted[target]
         if wanted:
             time.sleep(0.2)
@@ -194,7 +222,12 @@ def _rows_written_since(spark: Any, uri: str, started_ms: int) -> tuple[int, int
     from delta.tables import DeltaTable
 
     rows, version = 0, None
-    for h in DeltaTable.forPath(spark, uri).history().select("version", "timestamp", "operationMetrics").collect():
+    for h in (
+        DeltaTable.forPath(spark, uri)
+        .history()
+        .select("version", "timestamp", "operationMetrics")
+        .collect()
+    ):
         version = max(version or 0, int(h["version"]))
         if int(h["timestamp"].timestamp() * 1000) < started_ms:
             continue

@@ -51,7 +51,9 @@ def make_processor(stale_ms: int, mode: str):
             if timer is not None:
                 self.handle.registerTimer(timer)
 
-        def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[Any]:
+        def handleExpiredTimer(
+            self, key: Any, timerValues: Any, expiredTimerInfo: Any
+        ) -> Iterator[Any]:
             expiry = expiredTimerInfo.getExpiryTimeInMs()
             when = timerValues.getCurrentProcessingTimeInMs() if processing else expiry
             alerts, new = logic.on_timer(key[0], self._get(), when)
@@ -64,7 +66,9 @@ def make_processor(stale_ms: int, mode: str):
             if df is None:
                 return
             now = timerValues.getCurrentProcessingTimeInMs() if processing else None
-            alerts, new, timer = logic.on_logs(key[0], to_ms(df["event_time"]).tolist(), self._get(), stale_ms, now)
+            alerts, new, timer = logic.on_logs(
+                key[0], to_ms(df["event_time"]).tolist(), self._get(), stale_ms, now
+            )
             self.health.update((new.last_seen, new.status))
             self._retime(timer)
             yield from emit(alerts, cols, TS_COLUMNS)
@@ -97,12 +101,16 @@ def initial_state(spark: Any, spec: Any) -> Any | None:
     missing = {"service", "status", "last_seen"} - set(df.columns)
     if missing:
         raise UserError(f"initial state table {uri} lacks column(s) {', '.join(sorted(missing))}")
-    return df.selectExpr("service", "status", "CAST(last_seen AS timestamp) AS last_seen").groupBy("service")
+    return df.selectExpr("service", "status", "CAST(last_seen AS timestamp) AS last_seen").groupBy(
+        "service"
+    )
 
 
 def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
     if spec.state_store != "rocksdb":
-        raise UserError(f"job {spec.name} uses transformWithState, which needs state_store: rocksdb (spec says {spec.state_store})")
+        raise UserError(
+            f"job {spec.name} uses transformWithState, which needs state_store: rocksdb (spec says {spec.state_store})"
+        )
     stale_ms = int(spec.param_seconds("stale_after") * 1000)
     mode = time_mode(spec)
     stream = events["service-logs"].select("service", "event_time")

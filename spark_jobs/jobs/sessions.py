@@ -24,14 +24,29 @@ def make_update(gap_ms: int, max_pages: int):
         from spark_jobs.state import sessions as logic
 
         user_id = key[0]
-        prev = [logic.Session.from_tuple(t) for t in codec.decode(state.get[0])] if state.exists else []
+        prev = (
+            [logic.Session.from_tuple(t) for t in codec.decode(state.get[0])]
+            if state.exists
+            else []
+        )
         events: list = []
         if not state.hasTimedOut:
             df = concat(pdfs)
             if df is not None:
                 t = to_ms(df["event_time"])
-                events = list(zip(t.tolist(), df["event_id"], df["event_type"], values(df["page"]), values(df["duration_sec"]), strict=True))
-        rows, still, timeout = logic.update(user_id, events, prev, state.getCurrentWatermarkMs(), gap_ms, max_pages)
+                events = list(
+                    zip(
+                        t.tolist(),
+                        df["event_id"],
+                        df["event_type"],
+                        values(df["page"]),
+                        values(df["duration_sec"]),
+                        strict=True,
+                    )
+                )
+        rows, still, timeout = logic.update(
+            user_id, events, prev, state.getCurrentWatermarkMs(), gap_ms, max_pages
+        )
         if still:
             state.update((codec.encode([s.to_tuple() for s in still]),))
             state.setTimeoutTimestamp(timeout)
@@ -45,7 +60,9 @@ def make_update(gap_ms: int, max_pages: int):
 def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
     gap_ms = int(spec.param_seconds("gap") * 1000)
     max_pages = int(spec.params.get("last_pages", 10))
-    stream = events["clickstream"].withWatermark("event_time", spark_interval(spec.watermark_seconds))
+    stream = events["clickstream"].withWatermark(
+        "event_time", spark_interval(spec.watermark_seconds)
+    )
     if spec.executor == "batched":
         from spark_jobs.jobs import keyed
 
@@ -53,5 +70,11 @@ def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
     return (
         stream.select(*INPUT_COLUMNS)
         .groupBy("user_id")
-        .applyInPandasWithState(make_update(gap_ms, max_pages), OUTPUTS["sessions"], STATE_SCHEMA, "append", "EventTimeTimeout")
+        .applyInPandasWithState(
+            make_update(gap_ms, max_pages),
+            OUTPUTS["sessions"],
+            STATE_SCHEMA,
+            "append",
+            "EventTimeTimeout",
+        )
     )

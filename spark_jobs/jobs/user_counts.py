@@ -20,16 +20,24 @@ def update_totals(key: tuple, pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
 
     prev = tuple(state.get) if state.exists else None
     df = concat(pdfs)
-    events = [] if df is None else list(zip(to_ms(df["event_time"]).tolist(), df["event_type"], strict=True))
+    events = (
+        []
+        if df is None
+        else list(zip(to_ms(df["event_time"]).tolist(), df["event_type"], strict=True))
+    )
     row, new = logic.update(key[0], events, prev)  # type: ignore[arg-type]
     state.update(new)
     yield from emit([row], columns("user_counts"), ("last_event_time",))
 
 
 def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
-    stream = events["clickstream"].withWatermark("event_time", spark_interval(spec.watermark_seconds))
+    stream = events["clickstream"].withWatermark(
+        "event_time", spark_interval(spec.watermark_seconds)
+    )
     return (
         stream.select("user_id", "event_time", "event_type")
         .groupBy("user_id")
-        .applyInPandasWithState(update_totals, OUTPUTS["user_counts"], STATE_SCHEMA, "update", "NoTimeout")
+        .applyInPandasWithState(
+            update_totals, OUTPUTS["user_counts"], STATE_SCHEMA, "update", "NoTimeout"
+        )
     )

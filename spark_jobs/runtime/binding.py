@@ -29,7 +29,9 @@ def read_binding(checkpoint: str) -> dict[str, Any] | None:
     try:
         return dict(json.loads(fs.cat_file(p)))
     except ValueError as exc:
-        raise UserError(f"{binding_path(checkpoint)} is not valid JSON; restore it from a snapshot or delete it") from exc
+        raise UserError(
+            f"{binding_path(checkpoint)} is not valid JSON; restore it from a snapshot or delete it"
+        ) from exc
 
 
 def has_state(checkpoint: str) -> bool:
@@ -45,7 +47,9 @@ def check_and_bind(checkpoint: str, fingerprint: dict[str, Any], where: str) -> 
     old = read_binding(checkpoint)
     if old is not None and has_state(checkpoint):
         before = old.get("fingerprint", {})
-        changed = [k for k in sorted(set(before) | set(fingerprint)) if before.get(k) != fingerprint.get(k)]
+        changed = [
+            k for k in sorted(set(before) | set(fingerprint)) if before.get(k) != fingerprint.get(k)
+        ]
         if changed:
             k = changed[0]
             raise UserError(
@@ -56,6 +60,9 @@ def check_and_bind(checkpoint: str, fingerprint: dict[str, Any], where: str) -> 
         return
     import fsspec
 
-    record = {"fingerprint": fingerprint, "bound_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    record = {
+        "fingerprint": fingerprint,
+        "bound_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     with fsspec.open(binding_path(checkpoint), "w", auto_mkdir=True) as fh:
         fh.write(json.dumps(record, indent=2, sort_keys=True, default=str))

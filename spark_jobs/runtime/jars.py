@@ -61,7 +61,9 @@ def fetch() -> list[Path]:
         group, artifact, version = coord.split(":")
         src = ivy_jars / f"{group}_{artifact}-{version}.jar"
         if not src.is_file():
-            raise UserError(f"Ivy did not resolve {coord} into {ivy_jars}; is Maven Central reachable?")
+            raise UserError(
+                f"Ivy did not resolve {coord} into {ivy_jars}; is Maven Central reachable?"
+            )
         shutil.copy2(src, dest)
     return list(wanted.values())
 

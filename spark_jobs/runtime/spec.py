@@ -165,7 +165,9 @@ def _override_inputs(spec: JobSpec, values: list[str]) -> dict[str, str]:
         kind, sep, uri = v.partition("=")
         if sep and "://" not in kind and "/" not in kind:
             if kind not in out:
-                raise UserError(f"job {spec.name} has no input {kind!r}; its inputs: {', '.join(out)}")
+                raise UserError(
+                    f"job {spec.name} has no input {kind!r}; its inputs: {', '.join(out)}"
+                )
             out[kind] = _resolve(uri)
         elif len(out) == 1:
             out = {spec.kinds[0]: _resolve(v)}
@@ -205,7 +207,9 @@ def parse_spec(raw: dict[str, Any], where: str, default_name: str | None = None)
     def choice(key: str, allowed: tuple[str, ...], default: str) -> str:
         val = str(raw.get(key, default))
         if val not in allowed:
-            raise UserError(f"job spec {where}: {key} must be one of {', '.join(allowed)}, not {val!r}")
+            raise UserError(
+                f"job spec {where}: {key} must be one of {', '.join(allowed)}, not {val!r}"
+            )
         return val
 
     inputs = need("inputs")
@@ -219,7 +223,9 @@ def parse_spec(raw: dict[str, Any], where: str, default_name: str | None = None)
     except (TypeError, ValueError) as exc:
         raise UserError(f"job spec {where}: {exc}") from exc
     if shuffle < 1 or retain < 1:
-        raise UserError(f"job spec {where}: shuffle_partitions and min_batches_to_retain must be >= 1")
+        raise UserError(
+            f"job spec {where}: shuffle_partitions and min_batches_to_retain must be >= 1"
+        )
     return JobSpec(
         name=str(raw.get("name", default_name)),
         description=str(raw.get("description", "")).strip(),

@@ -23,5 +23,7 @@ def decode(blob: bytes | bytearray | memoryview | None) -> Any:
     if not data:
         return None
     if data[0] != VERSION:
-        raise ValueError(f"state blob version {data[0]} is not readable by this release (wants {VERSION})")
+        raise ValueError(
+            f"state blob version {data[0]} is not readable by this release (wants {VERSION})"
+        )
     return pickle.loads(data[1:])

@@ -19,7 +19,11 @@ class Health:
 
 
 def on_logs(
-    service: str, times_ms: Iterable[int], prev: Health | None, stale_ms: int, now_ms: int | None = None
+    service: str,
+    times_ms: Iterable[int],
+    prev: Health | None,
+    stale_ms: int,
+    now_ms: int | None = None,
 ) -> tuple[list[dict], Health, int]:
     """New logs for a service. Returns (alerts, new health, timer to register).
 
@@ -34,7 +38,14 @@ def on_logs(
     last = prev.last_seen if prev else None
     for t in sorted(times_ms):
         if now_ms is None and status == OK and last is not None and t - last > stale_ms:
-            alerts.append({"service": service, "status": STALE, "alert_time": last + stale_ms, "last_seen": last})
+            alerts.append(
+                {
+                    "service": service,
+                    "status": STALE,
+                    "alert_time": last + stale_ms,
+                    "last_seen": last,
+                }
+            )
             status = STALE
         if status == STALE:
             alerts.append({"service": service, "status": OK, "alert_time": t, "last_seen": t})
@@ -49,7 +60,12 @@ def on_timer(service: str, prev: Health | None, expiry_ms: int) -> tuple[list[di
     """The stale timer fired at ``expiry_ms``: an ok service turns stale, once."""
     if prev is None or prev.status == STALE:
         return [], prev
-    alert = {"service": service, "status": STALE, "alert_time": expiry_ms, "last_seen": prev.last_seen}
+    alert = {
+        "service": service,
+        "status": STALE,
+        "alert_time": expiry_ms,
+        "last_seen": prev.last_seen,
+    }
     return [alert], Health(prev.last_seen, STALE)
 
 

@@ -66,9 +66,13 @@ def _merge(a: Session, b: Session, max_pages: int) -> Session:
     )  # fmt: skip
 
 
-def add_events(open_sessions: list[Session], events: Iterable[Event], gap_ms: int, max_pages: int) -> list[Session]:
+def add_events(
+    open_sessions: list[Session], events: Iterable[Event], gap_ms: int, max_pages: int
+) -> list[Session]:
     """Merge new events (any order) into the open sessions; returns sessions sorted by start."""
-    items = list(open_sessions) + [_from_event(e, max_pages) for e in sorted(events, key=lambda e: (e[0], e[1]))]
+    items = list(open_sessions) + [
+        _from_event(e, max_pages) for e in sorted(events, key=lambda e: (e[0], e[1]))
+    ]
     items.sort(key=lambda s: (s.start, s.end))
     merged: list[Session] = []
     for s in items:
@@ -79,7 +83,9 @@ def add_events(open_sessions: list[Session], events: Iterable[Event], gap_ms: in
     return merged
 
 
-def close_expired(sessions: list[Session], watermark_ms: int, gap_ms: int) -> tuple[list[Session], list[Session]]:
+def close_expired(
+    sessions: list[Session], watermark_ms: int, gap_ms: int
+) -> tuple[list[Session], list[Session]]:
     """(closed, still open): a session closes when the watermark has passed end + gap."""
     closed = [s for s in sessions if s.end + gap_ms < watermark_ms]
     still = [s for s in sessions if s.end + gap_ms >= watermark_ms]

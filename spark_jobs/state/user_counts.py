@@ -18,5 +18,10 @@ def update(user_id: str, events: Iterable[Event], state: Totals | None) -> tuple
         total += 1
         purchases += etype == PURCHASE
         last = max(last, t)
-    row = {"user_id": user_id, "total_events": total, "purchases": purchases, "last_event_time": last}
+    row = {
+        "user_id": user_id,
+        "total_events": total,
+        "purchases": purchases,
+        "last_event_time": last,
+    }
     return row, (total, purchases, last)

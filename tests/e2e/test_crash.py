@@ -35,7 +35,15 @@ def cli(job: str, tmp: Path, specs: Path, name: str) -> subprocess.Popen:
     env = {**os.environ, "STATEKEEPER_SPECS": str(specs), "PYTHONPATH": str(ROOT)}
     args = [sys.executable, "-m", "spark_jobs", "run", job, "--input", str(tmp / "land"),
             "--output", str(tmp / name / "out"), "--checkpoint", str(tmp / name / "ckpt")]  # fmt: skip
-    return subprocess.Popen(args, cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        args,
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def committed_batches(ckpt: Path) -> int:
@@ -51,9 +59,15 @@ def test_kill_mid_run_then_rerun_equals_uninterrupted(spark, tmp_path, job):
 
     victim = cli(job, tmp_path, specs, "crashed")
     deadline = time.time() + 600
-    while committed_batches(tmp_path / "crashed" / "ckpt") < 2 and victim.poll() is None and time.time() < deadline:
+    while (
+        committed_batches(tmp_path / "crashed" / "ckpt") < 2
+        and victim.poll() is None
+        and time.time() < deadline
+    ):
         time.sleep(0.2)
-    assert victim.poll() is None, f"the run ended before it could be killed: {victim.communicate()[1][-500:]}"
+    assert victim.poll() is None, (
+        f"the run ended before it could be killed: {victim.communicate()[1][-500:]}"
+    )
     os.killpg(victim.pid, signal.SIGKILL)
     victim.wait()
     killed_at = committed_batches(tmp_path / "crashed" / "ckpt")

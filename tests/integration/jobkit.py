@@ -33,8 +33,14 @@ def job_spec(job: str, tmp: Path, **changes: Any) -> JobSpec:
     """The job's real spec, reading ``tmp/land`` and writing ``tmp/out``, ``tmp/ckpt``."""
     from dataclasses import replace
 
-    inp = str(tmp / "land") if job == "order_payments" else str(tmp / "land" / load_spec(job).kinds[0])
-    spec = load_spec(job).with_overrides(input=inp, output=str(tmp / "out"), checkpoint=str(tmp / "ckpt"), trigger="available-now")
+    inp = (
+        str(tmp / "land")
+        if job == "order_payments"
+        else str(tmp / "land" / load_spec(job).kinds[0])
+    )
+    spec = load_spec(job).with_overrides(
+        input=inp, output=str(tmp / "out"), checkpoint=str(tmp / "ckpt"), trigger="available-now"
+    )
     # Two partitions: half the tasks (and Python workers) of the spec's four, same semantics.
     return replace(spec, **{"shuffle_partitions": 2, **changes})
 

@@ -10,7 +10,14 @@ pytestmark = pytest.mark.integration
 
 
 def click(eid, user, minute, etype="page_view", page="/p", dur=10):
-    return {"event_id": eid, "user_id": user, "event_type": etype, "page": page, "duration_sec": dur, "event_time": at(minute)}
+    return {
+        "event_id": eid,
+        "user_id": user,
+        "event_type": etype,
+        "page": page,
+        "duration_sec": dur,
+        "event_time": at(minute),
+    }
 
 
 def test_sessions(spark, tmp_path):
@@ -28,7 +35,9 @@ def test_sessions(spark, tmp_path):
     from spark_jobs.state.sessions import session_id
 
     def sid(user, minute):
-        return session_id(user, int(ts(minute).replace(tzinfo=__import__("datetime").UTC).timestamp() * 1000))
+        return session_id(
+            user, int(ts(minute).replace(tzinfo=__import__("datetime").UTC).timestamp() * 1000)
+        )
 
     assert got == [
         ("u1", sid("u1", 0), ts(0), ts(20), 3, 1, 15, ["/home"], True, True),
@@ -40,7 +49,13 @@ def test_sessions(spark, tmp_path):
 
 def test_fraud_alerts(spark, tmp_path):
     def auth(eid, user, minute, etype="LOGIN_FAILED", ip="10.0.0.1"):
-        return {"event_id": eid, "user_id": user, "event_type": etype, "ip": ip, "event_time": at(minute)}
+        return {
+            "event_id": eid,
+            "user_id": user,
+            "event_type": etype,
+            "ip": ip,
+            "event_time": at(minute),
+        }
 
     write_lines(tmp_path / "land" / "auth", "a.json", [
         *[auth(f"a{i}", "u1", i, ip=f"10.0.0.{i % 3}") for i in range(6)],   # 5th failure at minute 4
@@ -49,7 +64,9 @@ def test_fraud_alerts(spark, tmp_path):
         auth("z", "u9", 100, "LOGIN_SUCCESS"),
     ])  # fmt: skip
     run_job(job_spec("fraud_alerts", tmp_path), spark=spark)
-    assert rows(spark, str(tmp_path / "out")) == [("u1", ts(4), ts(0), 5, 3, ["10.0.0.0", "10.0.0.1", "10.0.0.2"])]
+    assert rows(spark, str(tmp_path / "out")) == [
+        ("u1", ts(4), ts(0), 5, 3, ["10.0.0.0", "10.0.0.1", "10.0.0.2"])
+    ]
 
 
 def test_service_health_event_time_with_initial_state(spark, tmp_path):
@@ -57,7 +74,8 @@ def test_service_health_event_time_with_initial_state(spark, tmp_path):
 
     known = tmp_path / "known"
     spark.createDataFrame(
-        [("svc-old", "ok", ts(-60)), ("svc-b", "stale", ts(-30))], "service string, status string, last_seen timestamp"
+        [("svc-old", "ok", ts(-60)), ("svc-b", "stale", ts(-30))],
+        "service string, status string, last_seen timestamp",
     ).write.format("delta").save(str(known))
 
     def log(svc, minute):
@@ -85,7 +103,9 @@ def test_service_health_event_time_with_initial_state(spark, tmp_path):
 
 def test_user_counts_upsert_one_row_per_user(spark, tmp_path):
     land = tmp_path / "land" / "clickstream"
-    write_lines(land, "a.json", [click("1", "u1", 0), click("2", "u1", 5, "purchase"), click("3", "u2", 1)])
+    write_lines(
+        land, "a.json", [click("1", "u1", 0), click("2", "u1", 5, "purchase"), click("3", "u2", 1)]
+    )
     spec = job_spec("user_counts", tmp_path)
     run_job(spec, spark=spark)
     write_lines(land, "b.json", [click("4", "u1", 9, "purchase"), click("5", "u3", 8)])
@@ -115,7 +135,9 @@ def test_dedup_events(spark, tmp_path):
     write_lines(land, "a.json", [click("1", "u1", 0), click("1", "u1", 0), click("2", "u1", 1)])
     spec = job_spec("dedup_events", tmp_path)
     run_job(spec, spark=spark)
-    write_lines(land, "b.json", [click("2", "u1", 1), click("3", "u2", 2)])  # re-sent in a later batch
+    write_lines(
+        land, "b.json", [click("2", "u1", 1), click("3", "u2", 2)]
+    )  # re-sent in a later batch
     run_job(spec, spark=spark)
     assert [r[0] for r in rows(spark, str(tmp_path / "out"), ["event_id"])] == ["1", "2", "3"]
 
@@ -127,8 +149,19 @@ def test_order_payments(spark, tmp_path):
     def pay(pid, oid, minute):
         return {"payment_id": pid, "order_id": oid, "amount": 10.5, "event_time": at(minute)}
 
-    write_lines(tmp_path / "land" / "orders", "a.json", [order("o1", 0), order("o2", 0), order("o3", 0), order("o9", 300)])
-    write_lines(tmp_path / "land" / "payments", "a.json", [pay("p1", "o1", 30), pay("p3", "o3", 70), pay("p9", "o9", 301)])
+    write_lines(
+        tmp_path / "land" / "orders",
+        "a.json",
+        [order("o1", 0), order("o2", 0), order("o3", 0), order("o9", 300)],
+    )
+    write_lines(
+        tmp_path / "land" / "payments",
+        "a.json",
+        [pay("p1", "o1", 30), pay("p3", "o3", 70), pay("p9", "o9", 301)],
+    )
     run_job(job_spec("order_payments", tmp_path), spark=spark)
-    got = [(r[0], r[3], r[8] if len(r) > 8 else r[-1]) for r in rows(spark, str(tmp_path / "out"), ["order_id"])]
+    got = [
+        (r[0], r[3], r[8] if len(r) > 8 else r[-1])
+        for r in rows(spark, str(tmp_path / "out"), ["order_id"])
+    ]
     assert got == [("o1", "p1", True), ("o2", None, False), ("o3", None, False), ("o9", "p9", True)]

@@ -30,7 +30,9 @@ def land(tmp, job, call, seed=11, **kw):
     from spark_jobs.runtime.spec import load_spec
 
     for kind in load_spec(job).kinds:
-        generate(kind, str(tmp / "land" / kind), 400, keys=KEYS.get(kind, 40), seed=seed + call, **kw)
+        generate(
+            kind, str(tmp / "land" / kind), 400, keys=KEYS.get(kind, 40), seed=seed + call, **kw
+        )
 
 
 @pytest.mark.parametrize("job", list(ORDER))
@@ -50,7 +52,9 @@ def test_two_runs_on_split_input_equal_one_run(spark, tmp_path, job):
 
 
 def test_bad_records_are_quarantined_with_the_generated_counts(spark, tmp_path):
-    report = generate("clickstream", str(tmp_path / "land" / "clickstream"), 1000, keys=50, seed=3, bad_rate=0.07)
+    report = generate(
+        "clickstream", str(tmp_path / "land" / "clickstream"), 1000, keys=50, seed=3, bad_rate=0.07
+    )
     summary = run_job(job_spec("sessions", tmp_path), spark=spark)
     q = spark.read.format("delta").load(str(tmp_path / "out" / "_quarantine"))
     assert summary.quarantined == report.bad == q.count() == 70
@@ -58,7 +62,11 @@ def test_bad_records_are_quarantined_with_the_generated_counts(spark, tmp_path):
     assert {"malformed JSON", "missing field event_id"} <= reasons
     assert any(r.startswith("field event_id must be a string") for r in reasons)
     row = q.first()
-    assert row["source_file"].endswith(".json") and row["raw_line"] and row["quarantined_at"] is not None
+    assert (
+        row["source_file"].endswith(".json")
+        and row["raw_line"]
+        and row["quarantined_at"] is not None
+    )
     assert q.where("job != 'sessions' OR kind != 'clickstream'").count() == 0
 
 
@@ -73,24 +81,38 @@ def test_late_events_are_dropped_and_counted(spark, tmp_path, job):
     summary = run_job(spec, spark=spark)
     assert late.late == 50
     assert summary.dropped_by_watermark == late.late
-    progress = [json.loads(x) for x in (tmp_path / "ckpt" / "_statekeeper" / "progress.jsonl").read_text().splitlines()]
-    assert sum(o["numRowsDroppedByWatermark"] for p in progress for o in p["stateOperators"]) == late.late
+    progress = [
+        json.loads(x)
+        for x in (tmp_path / "ckpt" / "_statekeeper" / "progress.jsonl").read_text().splitlines()
+    ]
+    assert (
+        sum(o["numRowsDroppedByWatermark"] for p in progress for o in p["stateOperators"])
+        == late.late
+    )
 
 
 def test_spec_change_the_checkpoint_depends_on_is_refused(spark, tmp_path):
     generate("clickstream", str(tmp_path / "land" / "clickstream"), 100, keys=5, seed=1)
     run_job(job_spec("user_counts", tmp_path), spark=spark)
     # Spark pinned it in the offset log: the checkpoint validator names it before Spark starts.
-    with pytest.raises(UserError, match=r"CONF_SHUFFLE_PARTITIONS.*shuffle.partitions=2, the spec says 3"):
+    with pytest.raises(
+        UserError, match=r"CONF_SHUFFLE_PARTITIONS.*shuffle.partitions=2, the spec says 3"
+    ):
         run_job(job_spec("user_counts", tmp_path, shuffle_partitions=3), spark=spark)
     # Not pinned by Spark but what the state was built with: the spec binding names it.
-    with pytest.raises(UserError, match=r"written with watermark_seconds=600.0 but .* gives watermark_seconds=1200.0"):
+    with pytest.raises(
+        UserError,
+        match=r"written with watermark_seconds=600.0 but .* gives watermark_seconds=1200.0",
+    ):
         run_job(job_spec("user_counts", tmp_path, watermark_seconds=1200.0), spark=spark)
 
 
 def test_second_writer_is_refused_while_the_lock_is_held(spark, tmp_path):
     generate("clickstream", str(tmp_path / "land" / "clickstream"), 10, keys=2, seed=1)
     spec = job_spec("user_counts", tmp_path)
-    with JobLock(spec.checkpoint, job="user_counts"), pytest.raises(LockHeld, match="is in use by run of job user_counts"):
+    with (
+        JobLock(spec.checkpoint, job="user_counts"),
+        pytest.raises(LockHeld, match="is in use by run of job user_counts"),
+    ):
         run_job(spec, spark=spark)
     assert not (tmp_path / "out").exists()  # nothing ran

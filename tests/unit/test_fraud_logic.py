@@ -23,7 +23,12 @@ def test_fifth_failure_alerts_once_and_resets():
     alerts, st, timeout = f.update("u", events, None, GAP)
     assert len(alerts) == 1
     a = alerts[0]
-    assert (a["alert_time"], a["first_failure_time"], a["failed_attempts"], a["distinct_ips"]) == (4 * MIN, 0, 5, 2)
+    assert (a["alert_time"], a["first_failure_time"], a["failed_attempts"], a["distinct_ips"]) == (
+        4 * MIN,
+        0,
+        5,
+        2,
+    )
     assert st.count == 2 and timeout == 6 * MIN + GAP
 
 

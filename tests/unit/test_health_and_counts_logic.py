@@ -14,7 +14,9 @@ def test_silence_makes_stale_once_and_next_log_makes_ok_once():
     alerts, health, timer = h.on_logs("svc", [3 * MIN, 1 * MIN], None, 5 * MIN)
     assert alerts == [] and health == h.Health(3 * MIN, h.OK) and timer == 8 * MIN
     alerts, health = h.on_timer("svc", health, timer)
-    assert [(a["status"], a["alert_time"], a["last_seen"]) for a in alerts] == [("stale", 8 * MIN, 3 * MIN)]
+    assert [(a["status"], a["alert_time"], a["last_seen"]) for a in alerts] == [
+        ("stale", 8 * MIN, 3 * MIN)
+    ]
     assert h.on_timer("svc", health, 9 * MIN) == ([], health)  # already stale: no second alert
     alerts, health, timer = h.on_logs("svc", [20 * MIN, 21 * MIN], health, 5 * MIN)
     assert [(a["status"], a["alert_time"]) for a in alerts] == [("ok", 20 * MIN)]
@@ -22,7 +24,9 @@ def test_silence_makes_stale_once_and_next_log_makes_ok_once():
 
 
 def test_silence_inside_one_batch_is_seen_in_event_time_mode_only():
-    alerts, health, _ = h.on_logs("svc", [0, 2 * MIN, 12 * MIN, 13 * MIN], h.Health(0, h.OK), 5 * MIN)
+    alerts, health, _ = h.on_logs(
+        "svc", [0, 2 * MIN, 12 * MIN, 13 * MIN], h.Health(0, h.OK), 5 * MIN
+    )
     assert [(a["status"], a["alert_time"], a["last_seen"]) for a in alerts] == [
         ("stale", 7 * MIN, 2 * MIN),
         ("ok", 12 * MIN, 12 * MIN),

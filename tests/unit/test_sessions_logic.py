@@ -25,7 +25,9 @@ def test_out_of_order_events_in_one_batch_form_one_session():
 def test_a_batch_closes_one_session_and_opens_the_next():
     # open session 0..10; new events at 50 (gap 40 > 30: new session) and the watermark has passed 10+30
     state = s.add_events([], [ev(0), ev(10)], GAP, 10)
-    rows, open_, timeout = s.update("u1", [ev(50), ev(55)], state, watermark_ms=45 * MIN, gap_ms=GAP)
+    rows, open_, timeout = s.update(
+        "u1", [ev(50), ev(55)], state, watermark_ms=45 * MIN, gap_ms=GAP
+    )
     assert [(r["session_start"], r["session_end"], r["events"]) for r in rows] == [(0, 10 * MIN, 2)]
     assert [(o.start, o.end) for o in open_] == [(50 * MIN, 55 * MIN)]
     assert timeout == 85 * MIN
@@ -80,7 +82,9 @@ def test_state_round_trips_through_the_codec():
     from spark_jobs.state import codec
 
     state = s.add_events([], [ev(0), ev(3)], GAP, 10)
-    back = [s.Session.from_tuple(t) for t in codec.decode(codec.encode([x.to_tuple() for x in state]))]
+    back = [
+        s.Session.from_tuple(t) for t in codec.decode(codec.encode([x.to_tuple() for x in state]))
+    ]
     assert back == state
     with pytest.raises(ValueError, match="version"):
         codec.decode(b"\x09junk")

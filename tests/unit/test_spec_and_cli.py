@@ -16,7 +16,15 @@ from spark_jobs.runtime.spec import Trigger, list_jobs, load_spec, parse_spec
 pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
-JOBS = ["dedup_events", "fraud_alerts", "order_payments", "service_health", "sessions", "user_counts", "windowed_counts"]
+JOBS = [
+    "dedup_events",
+    "fraud_alerts",
+    "order_payments",
+    "service_health",
+    "sessions",
+    "user_counts",
+    "windowed_counts",
+]
 
 
 def test_every_contract_job_has_a_spec_that_loads():
@@ -55,7 +63,12 @@ def test_bad_duration_and_trigger_are_one_line_errors():
 
 
 def test_bad_spec_keys_and_values_are_named():
-    raw = {"inputs": {"clickstream": "x"}, "output": "o", "checkpoint": "c", "watermark": "1 minute"}
+    raw = {
+        "inputs": {"clickstream": "x"},
+        "output": "o",
+        "checkpoint": "c",
+        "watermark": "1 minute",
+    }
     with pytest.raises(UserError, match="unknown key"):
         parse_spec({**raw, "colour": "red"}, "x.yaml")
     with pytest.raises(UserError, match="state_store must be one of"):
@@ -80,7 +93,10 @@ def test_fingerprint_changes_with_what_state_depends_on():
         (["run", "sessions", "--trigger", "never"], "unknown trigger"),
         (["run", "sessions", "--input", "/definitely/not/here"], "does not exist"),
         (["run", "sessions", "--conf", "novalue", "--input", "/tmp"], "must be key=value"),
-        (["generate", "clickstream", "--out", "/tmp/x", "--events", "5", "--bad-rate", "2"], "between 0 and 1"),
+        (
+            ["generate", "clickstream", "--out", "/tmp/x", "--events", "5", "--bad-rate", "2"],
+            "between 0 and 1",
+        ),
     ],
 )
 def test_user_errors_are_one_line_and_non_zero(argv, needle, capsys):
@@ -92,7 +108,13 @@ def test_user_errors_are_one_line_and_non_zero(argv, needle, capsys):
 
 
 def test_list_prints_every_job_once():
-    out = subprocess.run([sys.executable, "-m", "spark_jobs", "list"], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "spark_jobs", "list"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    ).stdout
     assert [line.split()[0] for line in out.splitlines()] == JOBS
 
 
@@ -107,12 +129,19 @@ def test_generate_is_deterministic_appends_and_counts_bad_lines(tmp_path):
     for line in lines:
         try:
             e = json.loads(line)
-            good += isinstance(e, dict) and {"event_id", "user_id", "event_time"} <= set(e) and isinstance(e["event_id"], str) and e["event_time"].endswith("Z")
+            good += (
+                isinstance(e, dict)
+                and {"event_id", "user_id", "event_time"} <= set(e)
+                and isinstance(e["event_id"], str)
+                and e["event_time"].endswith("Z")
+            )
         except ValueError:
             pass
     assert good == 450
     again = generate("clickstream", str(tmp_path / "a"), 500, seed=7)
-    assert again.files[0] != a.files[0] and fa.read_text() == fb.read_text()  # new file, old untouched
+    assert (
+        again.files[0] != a.files[0] and fa.read_text() == fb.read_text()
+    )  # new file, old untouched
     assert again.first_event_time >= a.last_event_time[:13]  # the folder's clock moved on
 
 
