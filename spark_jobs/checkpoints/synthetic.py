@@ -42,8 +42,8 @@ def make_checkpoint(
     every state file its own random content (as real state files have); else they share one."""
     root = Path(root)
     provider = ROCKSDB if store == "rocksdb" else HDFS
-    for d in ("offsets", "commits", "sources/0", "state/0/_metadata"):
-        (root / d).mkdir(parents=True, exist_ok=True)
+    for sub in ("offsets", "commits", "sources/0", "state/0/_metadata"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
     (root / "metadata").write_text(json.dumps({"id": str(uuid.UUID(int=7))}) + "\n")
     op_meta = {
         "operatorInfo": {"operatorId": 0, "operatorName": "stateStoreSave"},
@@ -68,8 +68,8 @@ def make_checkpoint(
     def blob() -> bytes:
         return os.urandom(file_bytes) if unique else shared
 
-    for p in range(partitions):
-        d = root / f"state/0/{p}"
+    for part in range(partitions):
+        d = root / f"state/0/{part}"
         d.mkdir(parents=True, exist_ok=True)
         for v in range(first_version, last_version + 1):
             if store == "rocksdb":
@@ -82,5 +82,5 @@ def make_checkpoint(
                     (d / f"{v}.snapshot").write_bytes(blob())
         if store == "rocksdb":
             (d / "SSTs").mkdir(exist_ok=True)
-            (d / f"SSTs/000001-{uuid.UUID(int=p)}.sst").write_bytes(blob())
+            (d / f"SSTs/000001-{uuid.UUID(int=part)}.sst").write_bytes(blob())
     return root

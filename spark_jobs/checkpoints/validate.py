@@ -383,7 +383,8 @@ def _gaps(batches: list[int]) -> list[int]:
 
 def _ranges(batches: list[int]) -> str:
     out: list[str] = []
-    start = prev = None
+    start: int | None = None
+    prev = -2
     for b in batches:
         if start is None:
             start = prev = b

@@ -1,0 +1,349 @@
+"""The checkpoint toolkit on checkpoints written by the real runner (windowed_counts, both state
+store providers): every finding of the catalogue on a corrupted copy, reported with its code and
+nothing changed; snapshot, restore and rollback end to end with outputs equal to an uninterrupted
+run."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from spark_jobs.checkpoints import validate as V
+from spark_jobs.checkpoints.cli import register  # noqa: F401  (the subcommand exists)
+from spark_jobs.checkpoints.inspect import inspect_checkpoint
+from spark_jobs.checkpoints.layout import read_layout
+from spark_jobs.checkpoints.restore import restore
+from spark_jobs.checkpoints.rollback import delta_version_of_batch, rollback
+from spark_jobs.checkpoints.roots import Target
+from spark_jobs.checkpoints.snapshots import list_snapshots, take_snapshot
+from spark_jobs.checkpoints.validate import validate_checkpoint
+from spark_jobs.cli import main as cli_main
+from spark_jobs.errors import LockHeld, UserError
+from spark_jobs.jobs.runner import run_job
+from spark_jobs.runtime.lock import JobLock
+from spark_jobs.runtime.spec import load_spec
+
+pytestmark = pytest.mark.integration
+
+TYPES = ["page_view", "checkout", "purchase"]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def write_part(land: Path, part: int, files: int = 2) -> None:
+    """``files`` JSON-lines files of clickstream, an hour of event time per part, so windows close."""
+    land.mkdir(parents=True, exist_ok=True)
+    for f in range(files):
+        lines = []
+        for i in range(12):
+            minute = part * 60 + f * 25 + i * 2
+            lines.append(json.dumps({
+                "event_id": f"e{part}-{f}-{i}", "user_id": f"u{i % 3}", "event_type": TYPES[i % 3],
+                "page": "/p", "duration_sec": 1,
+                "event_time": f"2026-03-15T{10 + minute // 60:02d}:{minute % 60:02d}:00Z",
+            }))  # fmt: skip
+        (land / f"part{part:02d}-{f}.json").write_text("\n".join(lines) + "\n")
+
+
+def spec_for(tmp: Path, store: str | None = None):
+    """windowed_counts on ``tmp``; with ``store``, one file per batch and 2 partitions, else
+    exactly the yaml spec (what ``python -m spark_jobs run`` uses)."""
+    spec = load_spec("windowed_counts").with_overrides(
+        input=str(tmp / "land"),
+        output=str(tmp / "out"),
+        checkpoint=str(tmp / "ckpt"),
+        trigger="available-now",
+    )
+    if store is None:
+        return spec
+    return replace(
+        spec, state_store=store, shuffle_partitions=2, max_files_per_trigger=1, snapshots={}
+    )
+
+
+def run_fresh(spec) -> None:
+    """A run in its own driver, as spark-submit does. After a restore or a rollback the state must
+    be read from the files: a JVM that ran the old lineage may still hold its state stores (seen
+    with RocksDB: the restored run then wrote no changelogs and failed two batches later)."""
+    cmd = [
+        sys.executable, "-m", "spark_jobs", "run", spec.name, "--input", spec.input,
+        "--output", spec.output, "--checkpoint", spec.checkpoint, "--trigger", "available-now",
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'plugins'}"}
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def rows(spark, uri: str) -> list[tuple]:
+    df = spark.read.format("delta").load(uri)
+    return sorted(tuple(r) for r in df.select("window_start", "event_type", "count").collect())
+
+
+def tree_hash(root: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and not p.is_symlink() and p.name != "lock":  # the lock records its holder
+            h.update(str(p.relative_to(root)).encode())
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def base(spark, tmp_path_factory):
+    """One real checkpoint per provider: an available-now run of windowed_counts over 4 files."""
+    out = {}
+    for store in ("rocksdb", "hdfs"):
+        tmp = tmp_path_factory.mktemp(f"base-{store}")
+        spec = spec_for(tmp, store)
+        for part in range(2):
+            write_part(tmp / "land", part)
+        run_job(spec, spark=spark)  # one file per batch: several batches
+        out[store] = (tmp, spec)
+    return out
+
+
+@pytest.fixture(autouse=True)
+def _roots(monkeypatch, tmp_path):
+    monkeypatch.setenv("STATEKEEPER_CHECKPOINT_ROOTS", str(tmp_path))
+    monkeypatch.setenv("STATEKEEPER_SNAPSHOT_ROOTS", str(tmp_path))
+
+
+def copy_base(base, store: str, tmp_path: Path):
+    src, spec = base[store]
+    dst = tmp_path / "ckpt"
+    shutil.copytree(src / "ckpt", dst, symlinks=True)
+    return dst, replace(spec, checkpoint=str(dst))
+
+
+@pytest.mark.parametrize("store", ["rocksdb", "hdfs"])
+def test_clean_checkpoint_inspects_and_validates(base, store, tmp_path):
+    ck, spec = copy_base(base, store, tmp_path)
+    report = validate_checkpoint(str(ck), spec)
+    assert report.findings == [] and report.exit_code == 0
+    info = inspect_checkpoint(str(ck))
+    assert info["last_committed_batch"] == info["offsets"][1] >= 3
+    (op,) = [o for o in info["operators"] if o["versions"]]
+    assert op["partitions"] == 2 and op["provider"] == [store]
+    assert op["versions"][1] == info["last_committed_batch"] + 1
+    kinds = set(op["bytes_by_kind"])
+    assert kinds & ({"changelog", "zip"} if store == "rocksdb" else {"delta", "snapshot"})
+    assert info["pinned_conf"]["spark.sql.shuffle.partitions"] == "2"
+    assert info["recovery_window"]["oldest_restorable_batch"] == 0
+    assert info["watermark"] and info["bytes"]["statekeeper"] > 0
+    assert cli_main(["checkpoint", "validate", "--checkpoint", str(ck)]) == 0
+
+
+def _last(ck: Path, kind: str) -> int:
+    return max(int(p.name) for p in (ck / kind).iterdir() if p.name.isdigit())
+
+
+def _state_dir(ck: Path, part: int = 1) -> Path:
+    return next(p for p in (ck / "state").iterdir() if (p / str(part)).is_dir()) / str(part)
+
+
+def _rm(p: Path) -> None:
+    for x in (p, p.with_name(f".{p.name}.crc")):
+        if x.exists():
+            x.unlink()
+
+
+def _drop_state(ck: Path) -> None:
+    need = _last(ck, "commits") + 1
+    for p in _state_dir(ck).iterdir():
+        if p.name.split(".")[0].split("_")[0] in {str(need), str(need - 1)} or p.suffix in (
+            ".zip",
+            ".snapshot",
+        ):
+            p.unlink()
+
+
+def _fill_source_log(ck: Path) -> None:
+    src = next((ck / "sources").iterdir())
+    (src / "99.compact").write_text("v1\n" + "x" * 300)
+
+
+# code -> (how to break the copy, spec changes, module constants to lower)
+CASES = {
+    "METADATA_MISSING": (lambda ck: _rm(ck / "metadata"), {}, {}),
+    "METADATA_UNREADABLE": (lambda ck: (ck / "metadata").write_text("{not json"), {}, {}),
+    "OFFSET_GAP": (lambda ck: _rm(ck / "offsets" / "1"), {}, {}),
+    "COMMIT_GAP": (lambda ck: _rm(ck / "commits" / "1"), {}, {}),
+    "COMMIT_WITHOUT_OFFSET": (lambda ck: _rm(ck / "offsets" / str(_last(ck, "offsets"))), {}, {}),
+    "UNCOMMITTED_MULTIPLE": (
+        lambda ck: [_rm(ck / "commits" / str(_last(ck, "commits"))) for _ in range(2)],
+        {},
+        {},
+    ),
+    "UNCOMMITTED_BATCH": (lambda ck: _rm(ck / "commits" / str(_last(ck, "commits"))), {}, {}),
+    "OFFSET_UNPARSABLE": (
+        lambda ck: (ck / "offsets" / str(_last(ck, "offsets"))).write_text("v1\n{broken"),
+        {},
+        {},
+    ),
+    "COMMIT_UNPARSABLE": (
+        lambda ck: (ck / "commits" / str(_last(ck, "commits"))).write_text(""),
+        {},
+        {},
+    ),
+    "STATE_MISSING": (_drop_state, {}, {}),
+    "STATE_PARTITIONS": (lambda ck: shutil.rmtree(_state_dir(ck)), {}, {}),
+    "TEMP_FILES": (lambda ck: (ck / "offsets" / ".7.1f2e3d.tmp").write_text("v1"), {}, {}),
+    "CONF_SHUFFLE_PARTITIONS": (None, {"shuffle_partitions": 3}, {}),
+    "CONF_STATE_STORE": (None, {"state_store": "OTHER"}, {}),
+    "RETAINED_FEWER": (
+        lambda ck: [_rm(ck / d / "0") for d in ("offsets", "commits")],
+        {"min_batches_to_retain": 50},
+        {},
+    ),
+    "RETAINED_TOO_MANY": (None, {"min_batches_to_retain": 1}, {"TOO_MANY_SLACK": 0}),
+    "STATE_CLEANUP_LAGGING": (None, {"min_batches_to_retain": 1}, {"STATE_VERSIONS_LIMIT": 0}),
+    "RECOVERY_WINDOW_UNMET": (None, {"snapshots": {"recovery_window": "30 days"}}, {}),
+    "SNAPSHOT_STALE": (
+        lambda ck: os.utime(ck / "metadata", (1, 1)),
+        {"snapshots": {"every": "1 hour", "keep": 3}},
+        {},
+    ),
+    "FILE_SOURCE_LOG_BLOAT": (_fill_source_log, {}, {"SOURCE_LOG_BLOAT_BYTES": 100}),
+}
+
+
+def test_catalogue_is_covered():
+    assert set(CASES) == set(V.CATALOGUE)
+
+
+# Every finding on the RocksDB checkpoint; the ones about state files on the HDFS-backed one too.
+FINDINGS = [("rocksdb", c) for c in sorted(CASES)] + [
+    ("hdfs", c)
+    for c in ("STATE_MISSING", "STATE_PARTITIONS", "CONF_STATE_STORE", "STATE_CLEANUP_LAGGING")
+]
+
+
+@pytest.mark.parametrize("store,code", FINDINGS)
+def test_finding(base, store, code, tmp_path, monkeypatch):
+    ck, spec = copy_base(base, store, tmp_path)
+    breaker, changes, consts = CASES[code]
+    if breaker:
+        breaker(ck)
+    if changes.get("state_store") == "OTHER":
+        changes = {"state_store": "hdfs" if store == "rocksdb" else "rocksdb"}
+    for name, value in consts.items():
+        monkeypatch.setattr(V, name, value)
+    spec = replace(spec, **changes)
+    before = tree_hash(ck)
+    report = validate_checkpoint(str(ck), spec, snapshot_root=str(tmp_path / "snaps"))
+    assert code in report.codes, report.findings
+    found = next(f for f in report.findings if f.code == code)
+    assert found.severity == V.CATALOGUE[code][0] and found.fix and found.message
+    want_exit = {"error": 20, "warning": 10, "info": 0}[found.severity]
+    assert report.exit_code >= want_exit
+    if not changes and not consts:  # the command line says the same, by exit code
+        assert cli_main(["checkpoint", "validate", "--checkpoint", str(ck)]) == report.exit_code
+    assert tree_hash(ck) == before, "validation changed the checkpoint"
+
+
+def test_new_checkpoint_is_clean(tmp_path):
+    report = validate_checkpoint(str(tmp_path / "nope"))
+    assert report.findings == [] and report.exit_code == 0 and not report.exists
+
+
+def test_paths_outside_roots_are_refused(base, tmp_path, capsys):
+    src, _spec = base["rocksdb"]
+    rc = cli_main(["checkpoint", "inspect", "--checkpoint", str(src / "ckpt")])
+    assert rc == 2 and "outside the configured roots" in capsys.readouterr().err
+    rc = cli_main(["checkpoint", "inspect", "--checkpoint", str(tmp_path / ".." / "elsewhere")])
+    assert rc == 2
+
+
+def test_snapshot_is_incremental_and_refused_while_locked(base, tmp_path):
+    ck, _spec = copy_base(base, "rocksdb", tmp_path)
+    target = Target(
+        checkpoint=str(ck), snapshot_root=str(tmp_path / "snaps"), job="windowed_counts"
+    )
+    before = tree_hash(ck)
+    first = take_snapshot(target)
+    assert first["valid"] and first["new_files"] > 0 and first["batch"] == _last(ck, "commits")
+    second = take_snapshot(target)
+    assert second["new_bytes"] == 0 and second["reused_files"] == second["files"]
+    man = list_snapshots(target.snapshot_root)[0]
+    assert man["query_id"] and all(len(f["sha256"]) == 64 for f in man["files"])
+    assert any(f["path"].startswith("_statekeeper/") for f in man["files"])
+    assert not any(f["path"] == "_statekeeper/lock" for f in man["files"])
+    with JobLock(str(ck), job="windowed_counts"), pytest.raises(LockHeld):
+        take_snapshot(target)
+    assert tree_hash(ck) == before
+
+
+def test_round_trip_snapshot_restore_equals_uninterrupted_run(spark, tmp_path):
+    """run, snapshot, run more, restore, run again: the table equals an uninterrupted run."""
+    straight = tmp_path / "straight"
+    spec = spec_for(straight)
+    for part in range(3):
+        write_part(straight / "land", part)
+    run_job(spec, spark=spark)
+
+    t = tmp_path / "trip"
+    spec = spec_for(t)
+    target = Target(
+        checkpoint=spec.checkpoint, snapshot_root=str(tmp_path / "snaps"), job=spec.name
+    )
+    write_part(t / "land", 0)
+    run_job(spec, spark=spark)
+    snap = take_snapshot(target)
+    write_part(t / "land", 1)
+    run_job(spec, spark=spark)
+    done = restore(target)
+    assert done["batch"] == snap["batch"] and Path(done["old_checkpoint_aside"]).is_dir()
+    assert done["validation"]["exit_code"] == 0
+    write_part(t / "land", 2)
+    run_fresh(spec)
+    assert rows(spark, spec.output) == rows(spark, str(straight / "out"))
+
+
+def test_rollback_with_delta_restore_equals_uninterrupted_run(spark, base, tmp_path):
+    """The documented procedure: roll the table back to batch N's version, roll the checkpoint
+    back to N with a new query id, run again: the table equals an uninterrupted run (base)."""
+    from delta.tables import DeltaTable
+
+    t = tmp_path / "rb"
+    spec = spec_for(t)
+    for part in range(2):  # two runs: a batch per part (and a no-data batch each)
+        write_part(t / "land", part)
+        run_job(spec, spark=spark)
+    ck = Path(spec.checkpoint)
+    target = Target(checkpoint=str(ck), snapshot_root=str(tmp_path / "snaps"), job=spec.name)
+    lay = read_layout(str(ck))
+    n, version = next(
+        (b, v) for b in range(lay.last_committed - 2, -1, -1)
+        if (v := delta_version_of_batch(spec.output, [lay.query_id], b)) is not None
+    )  # fmt: skip
+
+    with pytest.raises(UserError, match="not a committed batch"):
+        rollback(target, to_batch=lay.last_committed + 5)
+    dry = rollback(target, to_batch=n, dry_run=True)
+    assert dry["moved_batches"] == list(range(n + 1, lay.last_committed + 1))
+    assert read_layout(str(ck)).last_committed == lay.last_committed  # dry run: nothing moved
+    DeltaTable.forPath(spark, spec.output).restoreToVersion(version)
+    done = rollback(target, to_batch=n, new_query_id=True)
+    assert done["validation"]["exit_code"] == 0 and read_layout(str(ck)).last_committed == n
+    run_fresh(spec)
+    src, base_spec = base["rocksdb"]
+    assert rows(spark, spec.output) == rows(spark, base_spec.output)
+
+
+def test_rollback_refused_when_state_is_gone(base, tmp_path):
+    ck, spec = copy_base(base, "hdfs", tmp_path)
+    for p in _state_dir(ck).iterdir():
+        if p.name in ("1.delta", ".1.delta.crc"):
+            p.unlink()
+    before = tree_hash(ck)
+    target = Target(checkpoint=str(ck), snapshot_root=str(tmp_path / "snaps"), job=spec.name)
+    with pytest.raises(UserError, match="no longer on disk"):
+        rollback(target, to_batch=0)
+    assert tree_hash(ck) == before
