@@ -23,7 +23,14 @@ _COUNT = struct.Struct("<I")
 
 
 def _encode_strings(values: np.ndarray) -> bytes:
-    encoded = [None if v is None else str(v).encode("utf-8") for v in values.tolist()]
+    items = values.tolist()
+    if None not in items:
+        text = "".join(items)
+        if text.isascii():  # the common case: one join, byte lengths = character lengths
+            return np.fromiter(
+                map(len, items), dtype="<i4", count=len(items)
+            ).tobytes() + text.encode("ascii")
+    encoded = [None if v is None else str(v).encode("utf-8") for v in items]
     lengths = np.fromiter(
         (-1 if b is None else len(b) for b in encoded), dtype="<i4", count=len(encoded)
     )

@@ -138,7 +138,11 @@ def due_or_touched(
 
 
 def _segment_cummax(values: np.ndarray, segment: np.ndarray) -> np.ndarray:
-    return pd.Series(values).groupby(segment, sort=False).cummax().to_numpy()
+    """Running maximum of ``values`` restarting at each new (sorted, contiguous) ``segment``."""
+    uniq, rank = np.unique(values, return_inverse=True)
+    # ranks < len(values): shifting each segment above every earlier one keeps maxima apart
+    seg = np.cumsum(np.r_[True, segment[1:] != segment[:-1]]) - 1
+    return uniq[np.maximum.accumulate(rank.astype(_I64) + seg * len(values)) - seg * len(values)]
 
 
 def _last_pages(
@@ -149,10 +153,13 @@ def _last_pages(
     if k <= 0 or not len(gid):
         e = np.empty(0, dtype=object)
         return off, np.empty(0, dtype=_I64), e, e
-    eid_rank = np.unique(eid, return_inverse=True)[1]
-    page_rank = np.unique(page, return_inverse=True)[1]
-    order = np.lexsort((page_rank, eid_rank, t, gid))
-    sg = gid[order]
+    order = np.lexsort((t, gid))
+    sg, st = gid[order], t[order]
+    if ((sg[1:] == sg[:-1]) & (st[1:] == st[:-1])).any():  # same time in a session: rare, exact
+        eid_rank = np.unique(eid, return_inverse=True)[1]
+        page_rank = np.unique(page, return_inverse=True)[1]
+        order = np.lexsort((page_rank, eid_rank, t, gid))
+        sg = gid[order]
     counts = np.bincount(sg, minlength=groups)
     ends = np.cumsum(counts)
     keep = order[(ends[sg] - np.arange(len(sg)) - 1) < k]

@@ -1,0 +1,151 @@
+"""``python -m bench [--smoke] [--only NAME]``: run the benchmarks, print the tables, write JSON."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+BENCHES = ("throughput", "executors", "catchup", "stores")
+HELPERS = {"checkpoints": "bench.bench_checkpoints", "quality": "bench.bench_quality"}
+
+FULL = {
+    "events": 1_000_000, "key_sweep": [1_000, 10_000, 100_000],
+    "exec_events": 100_000, "exec_keys": 10_000,
+    "catchup_events": 10_000_000, "catchup_keys": 100_000, "catchup_calls": 10, "catchup_files_per_batch": 2,
+    "store_events": 1_000_000, "store_keys": 100_000, "store_files": 10,
+}  # fmt: skip
+SMOKE = {
+    "events": 20_000, "key_sweep": [2_000],
+    "exec_events": 4_000, "exec_keys": 400,
+    "catchup_events": 40_000, "catchup_keys": 2_000, "catchup_calls": 2, "catchup_files_per_batch": 1,
+    "store_events": 10_000, "store_keys": 1_000, "store_files": 3,
+}  # fmt: skip
+
+
+def table(results: dict[str, Any]) -> str:
+    """The closing summary: one line per measured thing."""
+    lines = ["", "== summary (events/s; ratio = batched / other, measured side by side) =="]
+    if "throughput" in results:
+        lines.append(
+            f"{'job':<13}{'events':>10}{'users':>9}{'batched':>11}{'built-in':>11}{'count':>11}{'vs built-in':>13}{'vs count':>10}"
+        )
+        for r in results["throughput"]:
+            lines.append(
+                f"{r['job']:<13}{r['events']:>10,}{r['keys']:>9,}{r['batched']['events_per_s']:>11,}"
+                f"{r['builtin']['events_per_s']:>11,}{r['count']['events_per_s']:>11,}"
+                f"{r['ratio_vs_builtin']:>12.2f}x{r['ratio_vs_count']:>9.2f}x  ({r['builtin_name']})"
+            )
+    for r in results.get("executors", []):
+        lines.append(
+            f"executors {r['job']}: per-key {r['per-key']['events_per_s']:,} ev/s, batched {r['batched']['events_per_s']:,} ev/s, "
+            f"ratio {r['ratio']:.1f}x, identical outputs: {r['identical']}"
+        )
+    if "catchup" in results:
+        c, mib = results["catchup"], 1024 * 1024
+        lines.append(
+            f"catch-up {c['events']:,} events: {c['seconds']:.1f} s ({c['events_per_s']:,} ev/s), peak RSS {c['peak_rss']['total'] / mib:,.0f} MiB "
+            f"(JVM {c['peak_rss']['jvm'] / mib:,.0f} + Python {c['peak_rss']['python_workers'] / mib:,.0f}), "
+            f"state at end {c['state_keys_end']:,} users / {c['state_rows_buckets']} buckets, bounded: {c['state_bounded']}"
+        )
+    for s in results.get("stores", []):
+        lines.append(
+            f"store {s['store']:<18} batch {s['batch_ms_median']} ms, commit {s['commit_ms_median']} ms, checkpoint {s['checkpoint_bytes_per_batch']:,} B/batch"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--smoke", action="store_true", help="a tiny, fast version (CI)")
+    parser.add_argument("--only", choices=[*BENCHES, *HELPERS], help="run one benchmark")
+    parser.add_argument(
+        "--events", type=int, help="events per throughput run (default 1M, smoke 20k)"
+    )
+    parser.add_argument(
+        "--keys", help="users to sweep in the throughput runs, e.g. 100000 or 1000,10000"
+    )
+    parser.add_argument(
+        "--work", default=None, help="where data and runs go (default .data/bench[-smoke])"
+    )
+    args = parser.parse_args(argv)
+
+    from spark_jobs.runtime import paths
+
+    root = Path(os.environ.get("STATEKEEPER_HOME") or paths.project_root())
+    work = (
+        Path(args.work)
+        if args.work
+        else root / ".data" / ("bench-smoke" if args.smoke else "bench")
+    )
+    work.mkdir(parents=True, exist_ok=True)
+    p = dict(SMOKE if args.smoke else FULL)
+    if args.events:
+        p["events"] = args.events
+    if args.keys:
+        p["key_sweep"] = [int(k) for k in args.keys.split(",")]
+    wanted = [args.only] if args.only else [*BENCHES, *HELPERS]
+    results: dict[str, Any] = {
+        "smoke": args.smoke,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "params": p,
+    }
+
+    from bench import suite
+    from spark_jobs.runtime.session import build_session
+
+    spark = build_session("statekeeper-bench")
+    started = time.perf_counter()
+    try:
+        if "throughput" in wanted:
+            print("1. throughput against Spark's built-in aggregations", flush=True)
+            results["throughput"] = suite.throughput(
+                spark, work, p["events"], p["key_sweep"], warm_up=not args.smoke
+            )
+        if "executors" in wanted:
+            print("2. per-key executor against batched executor, identical input", flush=True)
+            results["executors"] = suite.executors(spark, work, p["exec_events"], p["exec_keys"])
+        if "catchup" in wanted:
+            print("3. available-now catch-up through the runner", flush=True)
+            results["catchup"] = suite.catch_up(
+                spark,
+                work,
+                p["catchup_events"],
+                p["catchup_keys"],
+                p["catchup_calls"],
+                p["catchup_files_per_batch"],
+            )
+        if "stores" in wanted:
+            print(
+                "4. RocksDB with changelog checkpointing against the HDFS-backed store", flush=True
+            )
+            results["stores"] = suite.stores(
+                spark, work, p["store_events"], p["store_keys"], p["store_files"]
+            )
+    finally:
+        spark.stop()
+    for name, module in HELPERS.items():
+        if name not in wanted:
+            continue
+        try:
+            helper = importlib.import_module(module)
+        except ModuleNotFoundError:
+            continue
+        helper_args = ["--smoke"] if args.smoke else []
+        results[name] = {"exit_code": helper.main(helper_args)}
+    results["seconds"] = round(time.perf_counter() - started, 1)
+    print(table(results), flush=True)
+    out = root / "bench" / "results" / ("smoke.json" if args.smoke else "latest.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2, default=str))
+    print(f"results: {out}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

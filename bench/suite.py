@@ -1,0 +1,377 @@
+"""The four benchmarks of issue 6. Each contender reads the same generated JSON-lines files through
+the runner's own parse (text source -> ``parse_lines`` -> good events) and writes Delta with an
+``availableNow`` trigger, in the one Spark session of the run."""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from bench.sampler import PeakRss
+from spark_jobs.generate import generate
+from spark_jobs.io import events as ev
+from spark_jobs.io import sources
+from spark_jobs.runtime.session import spec_confs
+from spark_jobs.runtime.spec import JobSpec, load_spec
+
+KIND = {"sessions": "clickstream", "fraud_alerts": "auth"}
+
+
+def dataset(
+    root: Path, kind: str, events: int, keys: int, files: int | None = None, calls: int = 1
+) -> Path:
+    """Generated input, made once and reused by later runs (a marker says it is complete)."""
+    folder = root / "data" / f"{kind}-{events}-{keys}-{files or 0}-{calls}"
+    if (folder / ".complete").exists():
+        return folder
+    shutil.rmtree(folder, ignore_errors=True)
+    for _ in range(calls):
+        generate(kind, str(folder), events=events // calls, keys=keys, seed=6, files=files)
+    (folder / ".complete").write_text("ok")
+    return folder
+
+
+def job_spec(job: str, data: Path, work: Path, **changes: Any) -> JobSpec:
+    spec = load_spec(job).with_overrides(
+        input=str(data),
+        output=str(work / "out"),
+        checkpoint=str(work / "ckpt"),
+        trigger="available-now",
+    )
+    return replace(spec, **changes)
+
+
+def good_stream(spark: Any, spec: JobSpec) -> Any:
+    kind = spec.kinds[0]
+    return ev.good_events(ev.parse_lines(sources.read_lines(spark, spec, kind), kind), kind)
+
+
+def run_query(spark: Any, df: Any, work: Path, mode: str = "append") -> dict[str, Any]:
+    """Run ``df`` to Delta with availableNow; wall time, input rows, batches, rows written."""
+    started = time.perf_counter()
+    q = (
+        df.writeStream.format("delta").outputMode(mode).option("checkpointLocation", str(work / "ckpt"))
+        .trigger(availableNow=True).start(str(work / "out"))
+    )  # fmt: skip
+    q.awaitTermination()
+    wall = time.perf_counter() - started
+    if q.exception() is not None:
+        raise q.exception()
+    progress = q.recentProgress
+    rows = sum(int(p["numInputRows"]) for p in progress)
+    written = spark.read.format("delta").load(str(work / "out")).count()
+    return {
+        "seconds": round(wall, 2),
+        "input_rows": rows,
+        "batches": len(progress),
+        "events_per_s": round(rows / wall),
+        "rows_out": written,
+    }
+
+
+# -- the contenders ---------------------------------------------------------------------------
+def sessions_job(spark: Any, spec: JobSpec) -> Any:
+    from spark_jobs.jobs import sessions
+
+    return sessions.build(spark, spec, {"clickstream": good_stream(spark, spec)})
+
+
+def fraud_job(spark: Any, spec: JobSpec) -> Any:
+    from spark_jobs.jobs import fraud_alerts
+
+    return fraud_alerts.build(spark, spec, {"auth": good_stream(spark, spec)})
+
+
+def session_window(spark: Any, spec: JobSpec) -> Any:
+    """What a user would write with Spark's built-in session windows (same gap and watermark)."""
+    from pyspark.sql import functions as F
+
+    from spark_jobs.runtime.durations import spark_interval
+
+    good = good_stream(spark, spec).withWatermark(
+        "event_time", spark_interval(spec.watermark_seconds)
+    )
+    s = F.session_window("event_time", spark_interval(spec.param_seconds("gap")))
+    return (
+        good.groupBy("user_id", s.alias("s"))
+        .agg(
+            F.count(F.lit(1)).alias("events"),
+            F.sum((F.col("event_type") == "page_view").cast("long")).alias("page_views"),
+            F.sum(F.coalesce("duration_sec", F.lit(0))).alias("total_duration_sec"),
+            F.max(F.col("event_type") == "purchase").alias("purchased"),
+            F.max(F.col("event_type") == "checkout").alias("checkout_viewed"),
+        )
+        .select(
+            "user_id",
+            F.col("s.start").alias("session_start"),
+            F.col("s.end").alias("session_end"),
+            "events",
+            "page_views",
+            "total_duration_sec",
+            "purchased",
+            "checkout_viewed",
+        )
+    )
+
+
+def failure_windows(spark: Any, spec: JobSpec) -> Any:
+    """The built-in stand-in for fraud alerts: users with >= threshold failures in a window."""
+    from pyspark.sql import functions as F
+
+    from spark_jobs.runtime.durations import spark_interval
+
+    good = good_stream(spark, spec).withWatermark(
+        "event_time", spark_interval(spec.watermark_seconds)
+    )
+    w = F.window("event_time", spark_interval(spec.param_seconds("failure_gap")))
+    return (
+        good.where(F.col("event_type") == "LOGIN_FAILED").groupBy("user_id", w.alias("w"))
+        .agg(F.count(F.lit(1)).alias("failed_attempts"), F.count_distinct("ip").alias("distinct_ips"))
+        .where(F.col("failed_attempts") >= int(spec.params.get("threshold", 5)))
+        .select("user_id", F.col("w.end").alias("alert_time"), "failed_attempts", "distinct_ips")
+    )  # fmt: skip
+
+
+def count_floor(spark: Any, spec: JobSpec) -> Any:
+    return good_stream(spark, spec).groupBy("user_id").count()
+
+
+def _contend(
+    spark: Any,
+    root: Path,
+    job: str,
+    data: Path,
+    name: str,
+    build: Any,
+    mode: str = "append",
+    **changes: Any,
+) -> dict[str, Any]:
+    work = root / "runs" / f"{job}-{name}"
+    shutil.rmtree(work, ignore_errors=True)
+    spec = job_spec(job, data, work, **changes)
+    for k, v in spec_confs(spec).items():
+        spark.conf.set(k, v)
+    try:
+        result = run_query(spark, build(spark, spec), work, mode)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(
+        f"    {job:<12} {name:<16} {result['events_per_s']:>9,} ev/s  {result['seconds']:>7.1f} s  rows out {result['rows_out']:,}",
+        flush=True,
+    )
+    return result
+
+
+# -- 1. throughput against the built-in aggregations --------------------------------------------
+def throughput(
+    spark: Any, root: Path, events: int, key_sweep: list[int], warm_up: bool = True
+) -> list[dict[str, Any]]:
+    out = []
+    if (
+        warm_up
+    ):  # the first query of a session pays for JIT and Python worker start: not a contender
+        print("  warm-up (not measured)", flush=True)
+        data = dataset(root, "clickstream", 20_000, 2_000)
+        for name, build, mode, changes in (
+            ("batched", sessions_job, "append", {"executor": "batched"}),
+            ("session_window", session_window, "append", {}),
+            ("count", count_floor, "complete", {}),
+        ):
+            _contend(spark, root, "sessions", data, f"warm-{name}", build, mode, **changes)
+    for keys in key_sweep:
+        data = dataset(root, "clickstream", events, keys)
+        print(f"  sessions, {events:,} events, {keys:,} users", flush=True)
+        row: dict[str, Any] = {"job": "sessions", "events": events, "keys": keys}
+        row["batched"] = _contend(
+            spark, root, "sessions", data, "batched", sessions_job, executor="batched"
+        )
+        row["builtin"] = _contend(spark, root, "sessions", data, "session_window", session_window)
+        row["count"] = _contend(
+            spark, root, "sessions", data, "count", count_floor, mode="complete"
+        )
+        out.append(_ratios(row, "session_window"))
+    keys = key_sweep[-1]
+    data = dataset(root, "auth", events, keys)
+    print(f"  fraud_alerts, {events:,} events, {keys:,} users", flush=True)
+    row = {"job": "fraud_alerts", "events": events, "keys": keys}
+    row["batched"] = _contend(
+        spark, root, "fraud_alerts", data, "batched", fraud_job, executor="batched"
+    )
+    row["builtin"] = _contend(spark, root, "fraud_alerts", data, "failure_windows", failure_windows)
+    row["count"] = _contend(
+        spark, root, "fraud_alerts", data, "count", count_floor, mode="complete"
+    )
+    out.append(_ratios(row, "window count"))
+    return out
+
+
+def _ratios(row: dict[str, Any], builtin_name: str) -> dict[str, Any]:
+    b = row["batched"]["events_per_s"]
+    row["builtin_name"] = builtin_name
+    row["ratio_vs_builtin"] = round(b / max(1, row["builtin"]["events_per_s"]), 2)
+    row["ratio_vs_count"] = round(b / max(1, row["count"]["events_per_s"]), 2)
+    return row
+
+
+# -- 2. per-key against batched on identical input ----------------------------------------------
+def _table_rows(spark: Any, uri: str) -> list[tuple]:
+    df = spark.read.format("delta").load(uri)
+    return sorted(tuple(tuple(v) if isinstance(v, list) else v for v in r) for r in df.collect())
+
+
+def executors(
+    spark: Any,
+    root: Path,
+    events: int,
+    keys: int,
+    jobs: tuple[str, ...] = ("sessions", "fraud_alerts"),
+) -> list[dict[str, Any]]:
+    out = []
+    for job in jobs:
+        data = dataset(root, KIND[job], events, keys)
+        print(f"  {job}, {events:,} events, {keys:,} users: per-key vs batched", flush=True)
+        build = sessions_job if job == "sessions" else fraud_job
+        res: dict[str, Any] = {"job": job, "events": events, "keys": keys}
+        tables = {}
+        for executor in ("per-key", "batched"):
+            work = root / "runs" / f"{job}-exec-{executor}"
+            shutil.rmtree(work, ignore_errors=True)
+            spec = job_spec(job, data, work, executor=executor)
+            for k, v in spec_confs(spec).items():
+                spark.conf.set(k, v)
+            res[executor] = run_query(spark, build(spark, spec), work)
+            tables[executor] = _table_rows(spark, str(work / "out"))
+            shutil.rmtree(work, ignore_errors=True)
+            print(
+                f"    {executor:<8} {res[executor]['events_per_s']:>9,} ev/s  {res[executor]['seconds']:>7.1f} s  rows out {len(tables[executor]):,}",
+                flush=True,
+            )
+        res["ratio"] = round(
+            res["batched"]["events_per_s"] / max(1, res["per-key"]["events_per_s"]), 2
+        )
+        res["identical"] = tables["per-key"] == tables["batched"] and len(tables["batched"]) > 0
+        print(
+            f"    ratio batched/per-key {res['ratio']:.1f}x, identical outputs: {res['identical']}",
+            flush=True,
+        )
+        out.append(res)
+    return out
+
+
+# -- 3. an available-now catch-up through the real runner ----------------------------------------
+def bucket_keys(spark: Any, checkpoint: str, batch: int | None = None) -> int:
+    from spark_jobs.jobs.keyed import bucket_key_count
+
+    reader = spark.read.format("statestore")
+    if batch is not None:
+        reader = reader.option("batchId", batch)
+    return sum(
+        bucket_key_count(r["value"]) for r in reader.load(checkpoint).select("value").collect()
+    )
+
+
+def catch_up(
+    spark: Any, root: Path, events: int, keys: int, calls: int, files_per_batch: int
+) -> dict[str, Any]:
+    from spark_jobs.jobs.runner import run_job
+    from spark_jobs.runtime.progress import read_progress
+
+    data = dataset(root, "clickstream", events, keys, calls=calls)
+    work = root / "runs" / "catch-up"
+    shutil.rmtree(work, ignore_errors=True)
+    spec = job_spec(
+        "sessions",
+        data,
+        work,
+        executor="batched",
+        max_files_per_trigger=files_per_batch,
+        min_batches_to_retain=1000,
+    )
+    print(
+        f"  sessions catch-up: {events:,} events, {keys:,} users, {files_per_batch} file(s) per batch",
+        flush=True,
+    )
+    with PeakRss() as peak:
+        summary = run_job(spec, spark=spark)
+    batches = [r for r in read_progress(spec.checkpoint) if r.get("name") == "sessions"]
+    ids = [int(r["batchId"]) for r in batches]
+    probes = sorted({ids[int(i * (len(ids) - 1) / 4)] for i in range(5)}) if ids else []
+    series = {b: bucket_keys(spark, spec.checkpoint, b) for b in probes}
+    keys_now = series[probes[-1]] if probes else 0
+    half = len(probes) // 2
+    bounded = bool(probes) and max(series[b] for b in probes[half:]) <= 1.25 * max(
+        series[b] for b in probes[: half + 1]
+    )
+    res = {
+        "events": events, "keys": keys, "seconds": summary.seconds, "batches": summary.batches,
+        "input_rows": summary.input_rows, "events_per_s": round(summary.input_rows / max(summary.seconds, 1e-9)),
+        "rows_written": summary.rows_written, "state_rows_buckets": summary.state_rows,
+        "state_keys_end": keys_now, "state_keys_by_batch": series, "state_bounded": bounded,
+        "state_memory_bytes_max": max((sum(int(o.get("memoryUsedBytes") or 0) for o in r.get("stateOperators") or []) for r in batches), default=0),
+        "peak_rss": peak.result,
+    }  # fmt: skip
+    shutil.rmtree(work, ignore_errors=True)
+    mib = 1024 * 1024
+    print(
+        f"    wall {res['seconds']:.1f} s, {res['events_per_s']:,} ev/s, {res['batches']} batches, sessions written {res['rows_written']:,}\n"
+        f"    peak RSS: driver JVM {peak.result['jvm'] / mib:,.0f} MiB + Python workers {peak.result['python_workers'] / mib:,.0f} MiB = {peak.result['total'] / mib:,.0f} MiB\n"
+        f"    state at the end: {keys_now:,} users in {summary.state_rows} buckets; users by batch {series}; bounded: {bounded}",
+        flush=True,
+    )
+    return res
+
+
+# -- 4. state store and checkpoint cost ----------------------------------------------------------
+def _dir_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
+
+
+def stores(spark: Any, root: Path, events: int, keys: int, files: int) -> list[dict[str, Any]]:
+    from spark_jobs.jobs.runner import run_job
+    from spark_jobs.runtime.progress import read_progress
+
+    data = dataset(root, "clickstream", events, keys, files=files)
+    out = []
+    print(
+        f"  state stores: sessions (batched), {events:,} events, {keys:,} users, {files} batches",
+        flush=True,
+    )
+    for name, store, changelog in (("rocksdb+changelog", "rocksdb", True), ("hdfs", "hdfs", False)):
+        work = root / "runs" / f"store-{store}"
+        shutil.rmtree(work, ignore_errors=True)
+        spec = job_spec(
+            "sessions",
+            data,
+            work,
+            executor="batched",
+            state_store=store,
+            changelog_checkpointing=changelog,
+            max_files_per_trigger=1,
+            min_batches_to_retain=1000,
+        )
+        run_job(spec, spark=spark)
+        recs = [r for r in read_progress(spec.checkpoint) if r.get("name") == "sessions"]
+        durations = [int(r["durationMs"].get("triggerExecution", 0)) for r in recs]
+        commits = [
+            sum(int(o.get("commitTimeMs") or 0) for o in r.get("stateOperators") or [])
+            for r in recs
+        ]
+        state_bytes = _dir_bytes(work / "ckpt" / "state")
+        res = {
+            "store": name, "batches": len(recs),
+            "batch_ms_median": int(statistics.median(durations)) if durations else 0,
+            "commit_ms_median": int(statistics.median(commits)) if commits else 0,
+            "checkpoint_bytes_per_batch": state_bytes // max(1, len(recs)),
+            "state_dir_bytes": state_bytes,
+        }  # fmt: skip
+        shutil.rmtree(work, ignore_errors=True)
+        print(
+            f"    {name:<18} batch {res['batch_ms_median']:>6} ms  commit {res['commit_ms_median']:>5} ms  checkpoint {res['checkpoint_bytes_per_batch'] / 1024:>8,.0f} KiB/batch",
+            flush=True,
+        )
+        out.append(res)
+    return out
