@@ -173,7 +173,9 @@ def run_quality(
     for name, checks, sl in batches:
         if not checks:
             continue
-        rows = _validate(ctx, name, checks, sl, params["values"], spec, run_id, run_time)
+        rows = _validate(
+            ctx, name, checks, sl, params["values"], spec, run_id, run_time, suite.samples
+        )
         batch_rows = _batch_rows(rows)
         read = params["read"]
         for r in rows:
@@ -358,13 +360,17 @@ def _expectation(check: Check) -> Any:
         ) from exc
 
 
-def _validate(ctx, name, checks, sl, values, spec, run_id, run_time) -> list[results.ResultRow]:
+def _validate(
+    ctx, name, checks, sl, values, spec, run_id, run_time, samples: int = 0
+) -> list[results.ResultRow]:
     """One GX checkpoint run of ``checks`` on the slice's DataFrame (cached: one scan)."""
     import great_expectations as gx
     from great_expectations.core.run_identifier import RunIdentifier
     from pyspark import StorageLevel
 
-    source = ctx.data_sources.add_or_update_spark(name=DATASOURCE)
+    # persist=False: this module caches the batch itself and releases it after the run (GX's own
+    # persist is never undone, which piles up cached tables in a long-lived session).
+    source = ctx.data_sources.add_or_update_spark(name=DATASOURCE, persist=False)
     try:
         asset = source.get_asset(name)
     except LookupError:
@@ -385,8 +391,9 @@ def _validate(ctx, name, checks, sl, values, spec, run_id, run_time) -> list[res
             actions=[
                 gx.checkpoint.UpdateDataDocsAction(name="update_data_docs", site_names=[DOCS_SITE])
             ],
-            # BASIC: counts plus a few unexpected values; SUMMARY would add a group-by per check.
-            result_format={"result_format": "BASIC", "partial_unexpected_count": 5},
+            # BASIC: unexpected counts, computed in bundled aggregates. A sample of unexpected
+            # values costs one more Spark job per check, so it is opt-in (suite key `samples`).
+            result_format={"result_format": "BASIC", "partial_unexpected_count": samples},
         )
     )
     df = sl.df.persist(StorageLevel.MEMORY_AND_DISK)

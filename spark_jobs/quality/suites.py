@@ -106,6 +106,7 @@ class Suite:
     path: str
     checks: tuple[Check, ...]
     volume: dict[str, float] = field(default_factory=lambda: dict(VOLUME_DEFAULTS))
+    samples: int = 0  # unexpected values kept per failing check (each costs a Spark job)
 
     def for_target(self, target: str) -> list[Check]:
         return [c for c in self.checks if c.target == target]
@@ -185,7 +186,10 @@ def parse_suite(raw: Any, spec: Any, where: str) -> Suite:
     dupes = sorted({x for x in labels if labels.count(x) > 1})
     if dupes:
         raise UserError(f"expectation suite {where}: checks repeated: {', '.join(dupes)}")
-    return Suite(spec.name, where, tuple(checks), volume)
+    samples = raw.get("samples", 0)
+    if not isinstance(samples, int) or samples < 0:
+        raise UserError(f"expectation suite {where}: samples must be a whole number >= 0")
+    return Suite(spec.name, where, tuple(checks), volume, samples)
 
 
 def expand(macro: str, spec: Any, severity: str, why: str, where: str = "") -> list[Check]:

@@ -93,3 +93,11 @@ def test_status_and_observed_formatting():
     assert results.status_of(False, "fail") == "fail"
     assert results.format_observed(datetime(2026, 3, 1, 10)) == "2026-03-01 10:00:00"
     assert results.format_observed(list(range(100))).endswith("...")
+
+
+def test_samples_are_opt_in_and_validated():
+    spec = load_spec("sessions")
+    assert load_suite(spec).samples == 0
+    assert parse_suite({"samples": 5, "checks": []}, spec, "x.yaml").samples == 5
+    with pytest.raises(UserError, match="samples must be"):
+        parse_suite({"samples": -1, "checks": []}, spec, "x.yaml")
