@@ -28,7 +28,9 @@ def test_every_job_has_a_suite_with_severities_and_the_core_checks(job):
     assert {c.severity for c in suite.checks} <= {"warn", "fail"}
     macros = {c.macro for c in suite.checks}
     assert {"schema", "keys", "freshness", "volume", "quarantine_rate"} <= macros
-    cols = [c for c in suite.checks if c.expectation == "expect_table_columns_to_match_ordered_list"]
+    cols = [
+        c for c in suite.checks if c.expectation == "expect_table_columns_to_match_ordered_list"
+    ]
     assert cols[0].kwargs["column_list"] == list(column_types(job))
     key_checks = [c for c in suite.checks if c.macro == "keys"]
     assert len(key_checks) == len(tables.KEYS[job]) + 1  # not null each, unique once
@@ -67,7 +69,10 @@ def test_spec_values_are_substituted_not_written_twice():
         ([{"severity": "warn"}], "needs 'expect:' or 'check:'"),
         ([{"check": "volume", "severity": "warn", "ratio": 2}], "volume takes"),
         ([{"expect": "expect_x", "v": "${params.nope}", "severity": "warn"}], "is not set in"),
-        ([{"check": "keys", "severity": "warn"}, {"check": "keys", "severity": "fail"}], "repeated"),
+        (
+            [{"check": "keys", "severity": "warn"}, {"check": "keys", "severity": "fail"}],
+            "repeated",
+        ),
     ],
 )
 def test_suite_mistakes_are_one_line_user_errors(checks, message):
