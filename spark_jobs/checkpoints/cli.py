@@ -91,7 +91,13 @@ def cmd_prune(args: argparse.Namespace) -> int:
 def cmd_restore(args: argparse.Namespace) -> int:
     from spark_jobs.checkpoints.restore import restore
 
-    r = restore(_target(args), args.snapshot, dry_run=args.dry_run, force=args.force)
+    r = restore(
+        _target(args),
+        args.snapshot,
+        dry_run=args.dry_run,
+        force=args.force,
+        new_query_id=args.new_query_id,
+    )
     if args.dry_run:
         text = f"would restore snapshot {r['snapshot']} (batch {r['batch']}, {r['files']} files) into {r['checkpoint']}; old checkpoint would go to {r['old_checkpoint_aside']}"
         _emit(args, r, text)
@@ -176,6 +182,11 @@ def register(subparsers: Any) -> None:
         "put a snapshot back in place, atomically; old checkpoint kept aside",
     )
     sp.add_argument("--snapshot", metavar="ID", help="snapshot id (default: the newest valid one)")
+    sp.add_argument(
+        "--new-query-id",
+        action="store_true",
+        help="give the restored checkpoint a new query id (see docs/checkpoints.md: Delta sinks)",
+    )
     sp.add_argument(
         "--force",
         action="store_true",

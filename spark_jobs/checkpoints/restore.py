@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import json
 import os
 import shutil
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +54,11 @@ def exchange(a: Path, b: Path) -> bool:
 
 
 def restore(
-    target: Target, snap_id: str | None = None, dry_run: bool = False, force: bool = False
+    target: Target,
+    snap_id: str | None = None,
+    dry_run: bool = False,
+    force: bool = False,
+    new_query_id: bool = False,
 ) -> dict[str, Any]:
     """Bring snapshot ``snap_id`` (default: the newest valid one) back as ``target.checkpoint``."""
     ck = local_checkpoint(target, "restore")
@@ -83,6 +89,10 @@ def restore(
             old_lock.acquire()  # no run may start (or be running) while we build and swap
         try:
             _build(man, target.snapshot_root, staged)
+            if new_query_id:  # see docs/checkpoints.md: Delta sinks skip batch ids they have seen
+                plan["new_query_id"] = str(uuid.uuid4())
+                (staged / ".metadata.crc").unlink(missing_ok=True)
+                (staged / "metadata").write_text(json.dumps({"id": plan["new_query_id"]}) + "\n")
             report = validate_checkpoint(str(staged))
             if report.errors and not force:
                 shutil.rmtree(staged, ignore_errors=True)

@@ -298,7 +298,13 @@ def test_round_trip_snapshot_restore_equals_uninterrupted_run(spark, tmp_path):
     snap = take_snapshot(target)
     write_part(t / "land", 1)
     run_job(spec, spark=spark)
-    done = restore(target)
+    # The documented procedure: the table back to the snapshot's batch, a new query id.
+    from delta.tables import DeltaTable
+
+    version = delta_version_of_batch(spec.output, [snap["query_id"]], snap["batch"])
+    assert version is not None
+    DeltaTable.forPath(spark, spec.output).restoreToVersion(version)
+    done = restore(target, new_query_id=True)
     assert done["batch"] == snap["batch"] and Path(done["old_checkpoint_aside"]).is_dir()
     assert done["validation"]["exit_code"] == 0
     write_part(t / "land", 2)
@@ -306,7 +312,7 @@ def test_round_trip_snapshot_restore_equals_uninterrupted_run(spark, tmp_path):
     assert rows(spark, spec.output) == rows(spark, str(straight / "out"))
 
 
-def test_rollback_with_delta_restore_equals_uninterrupted_run(spark, base, tmp_path):
+def test_rollback_with_delta_restore_equals_uninterrupted_run(spark, tmp_path):
     """The documented procedure: roll the table back to batch N's version, roll the checkpoint
     back to N with a new query id, run again: the table equals an uninterrupted run (base)."""
     from delta.tables import DeltaTable
@@ -333,8 +339,11 @@ def test_rollback_with_delta_restore_equals_uninterrupted_run(spark, base, tmp_p
     done = rollback(target, to_batch=n, new_query_id=True)
     assert done["validation"]["exit_code"] == 0 and read_layout(str(ck)).last_committed == n
     run_fresh(spec)
-    src, base_spec = base["rocksdb"]
-    assert rows(spark, spec.output) == rows(spark, base_spec.output)
+    straight = spec_for(tmp_path / "straight")
+    for part in range(2):
+        write_part(tmp_path / "straight" / "land", part)
+    run_job(straight, spark=spark)
+    assert rows(spark, spec.output) == rows(spark, straight.output)
 
 
 def test_rollback_refused_when_state_is_gone(base, tmp_path):
