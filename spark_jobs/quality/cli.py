@@ -1,4 +1,4 @@
-"""``python -m spark_jobs quality JOB [--table URI] [--full] [--json]``.
+"""``python -m spark_jobs quality JOB [--table URI] [--checkpoint URI] [--full] [--json]``.
 
 Exit codes: 0 every ``fail`` check passed (warnings allowed), 1 a ``fail``-severity finding,
 2 the checks could not run (one line on stderr saying why).
@@ -33,7 +33,7 @@ def register(subparsers: Any) -> None:
 def cmd_quality(args: argparse.Namespace) -> int:
     from spark_jobs.runtime.spec import load_spec
 
-    spec = load_spec(args.job)
+    spec = load_spec(args.job).with_overrides(checkpoint=args.checkpoint)
     from spark_jobs.quality.runner import run_quality
 
     try:
