@@ -24,6 +24,11 @@ def register(subparsers: Any) -> None:
         "--table", metavar="URI", help="the Delta table to check (default: the spec's output)"
     )
     p.add_argument(
+        "--checkpoint",
+        metavar="URI",
+        help="the job's checkpoint, for its progress log (default: the spec's checkpoint)",
+    )
+    p.add_argument(
         "--full", action="store_true", help="validate the whole table (backfills, first runs)"
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
