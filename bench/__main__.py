@@ -105,7 +105,12 @@ def main(argv: list[str] | None = None) -> int:
         if "throughput" in wanted:
             print("1. throughput against Spark's built-in aggregations", flush=True)
             results["throughput"] = suite.throughput(
-                spark, work, p["events"], p["key_sweep"], warm_up=not args.smoke
+                spark,
+                work,
+                p["events"],
+                p["key_sweep"],
+                warm_up=not args.smoke,
+                fraud=not args.smoke,
             )
         if "executors" in wanted:
             print("2. per-key executor against batched executor, identical input", flush=True)
@@ -119,8 +124,9 @@ def main(argv: list[str] | None = None) -> int:
                 p["catchup_keys"],
                 p["catchup_calls"],
                 p["catchup_files_per_batch"],
+                n_probes=2 if args.smoke else 5,
             )
-        if "stores" in wanted:
+        if "stores" in wanted and not (args.smoke and not args.only):  # the smoke skips it
             print(
                 "4. RocksDB with changelog checkpointing against the HDFS-backed store", flush=True
             )

@@ -168,7 +168,12 @@ def _contend(
 
 # -- 1. throughput against the built-in aggregations --------------------------------------------
 def throughput(
-    spark: Any, root: Path, events: int, key_sweep: list[int], warm_up: bool = True
+    spark: Any,
+    root: Path,
+    events: int,
+    key_sweep: list[int],
+    warm_up: bool = True,
+    fraud: bool = True,
 ) -> list[dict[str, Any]]:
     out = []
     if (
@@ -194,6 +199,8 @@ def throughput(
             spark, root, "sessions", data, "count", count_floor, mode="complete"
         )
         out.append(_ratios(row, "session_window"))
+    if not fraud:
+        return out
     keys = key_sweep[-1]
     data = dataset(root, "auth", events, keys)
     print(f"  fraud_alerts, {events:,} events, {keys:,} users", flush=True)
@@ -275,7 +282,13 @@ def bucket_keys(spark: Any, checkpoint: str, batch: int | None = None) -> int:
 
 
 def catch_up(
-    spark: Any, root: Path, events: int, keys: int, calls: int, files_per_batch: int
+    spark: Any,
+    root: Path,
+    events: int,
+    keys: int,
+    calls: int,
+    files_per_batch: int,
+    n_probes: int = 5,
 ) -> dict[str, Any]:
     from spark_jobs.jobs.runner import run_job
     from spark_jobs.runtime.progress import read_progress
@@ -299,7 +312,11 @@ def catch_up(
         summary = run_job(spec, spark=spark)
     batches = [r for r in read_progress(spec.checkpoint) if r.get("name") == "sessions"]
     ids = [int(r["batchId"]) for r in batches]
-    probes = sorted({ids[int(i * (len(ids) - 1) / 4)] for i in range(5)}) if ids else []
+    probes = (
+        sorted({ids[int(i * (len(ids) - 1) / (n_probes - 1))] for i in range(n_probes)})
+        if ids
+        else []
+    )
     series = {b: bucket_keys(spark, spec.checkpoint, b) for b in probes}
     keys_now = series[probes[-1]] if probes else 0
     half = len(probes) // 2

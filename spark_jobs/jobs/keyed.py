@@ -35,6 +35,8 @@ from spark_jobs.io.tables import OUTPUTS, columns
 BUCKET = "_bucket"
 DEFAULT_BUCKETS = 256
 STATE_SCHEMA = "keys int, blob binary"
+# batched_sessions ships event_type as an index into this (3: any other type)
+EVENT_TYPES = np.array(["page_view", "purchase", "checkout", "other"], dtype=object)
 
 
 def bucket_count(spec: Any) -> int:
@@ -107,7 +109,7 @@ def sessions_events(df: Any) -> Any:
         key=df["user_id"].to_numpy(dtype=object),
         t=to_ms(df["event_time"]),
         eid=df["event_id"].to_numpy(dtype=object),
-        etype=df["event_type"].to_numpy(dtype=object),
+        etype=EVENT_TYPES[df["event_type"].to_numpy(dtype=np.int64)],
         page=df["page"].astype(object).where(df["page"].notna(), None).to_numpy(dtype=object),
         dur=np.where(np.isnan(dur), 0, dur).astype(np.int64),
     )
@@ -147,13 +149,16 @@ def sessions_frame(cols: dict[str, list]) -> Any:
 def batched_sessions(stream: Any, spec: Any, gap_ms: int, max_pages: int) -> Any:
     from pyspark.sql import functions as F
 
-    from spark_jobs.state.sessions import PAGE_VIEW
+    from spark_jobs.state.sessions import CHECKOUT, PAGE_VIEW, PURCHASE
 
     # event_id and page matter only for page views (last_pages and its order): others ship nulls,
     # which shrinks the shuffle and the Arrow batches without changing any result
-    pv = F.col("event_type") == PAGE_VIEW
+    et = F.col("event_type")
+    pv = et == PAGE_VIEW
+    code = F.when(pv, 0).when(et == PURCHASE, 1).when(et == CHECKOUT, 2).otherwise(3)
     cols = [
-        "user_id", "event_time", F.when(pv, F.col("event_id")).alias("event_id"), "event_type",
+        "user_id", "event_time", F.when(pv, F.col("event_id")).alias("event_id"),
+        code.cast("tinyint").alias("event_type"),  # the logic asks only which of three it is
         F.when(pv, F.col("page")).alias("page"), "duration_sec",
     ]  # fmt: skip
     return bucketed(
