@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--smoke", action="store_true", help="a tiny, fast version (CI)")
     parser.add_argument("--only", choices=[*BENCHES, *HELPERS], help="run one benchmark")
+    parser.add_argument("--skip-helpers", action="store_true", help="skip bench_checkpoints/quality")
     parser.add_argument(
         "--events", type=int, help="events per throughput run (default 1M, smoke 20k)"
     )
@@ -136,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         spark.stop()
     for name, module in HELPERS.items():
-        if name not in wanted:
+        if name not in wanted or args.skip_helpers:
             continue
         try:
             helper = importlib.import_module(module)
