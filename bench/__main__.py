@@ -64,7 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--smoke", action="store_true", help="a tiny, fast version (CI)")
     parser.add_argument("--only", choices=[*BENCHES, *HELPERS], help="run one benchmark")
-    parser.add_argument("--skip-helpers", action="store_true", help="skip bench_checkpoints/quality")
+    parser.add_argument(
+        "--skip-helpers", action="store_true", help="skip bench_checkpoints/quality"
+    )
     parser.add_argument(
         "--events", type=int, help="events per throughput run (default 1M, smoke 20k)"
     )
