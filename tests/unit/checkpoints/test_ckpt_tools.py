@@ -92,12 +92,11 @@ def test_validate_exit_codes_through_the_cli(tmp_path, capsys):
     assert all(f["fix"] for f in out["findings"])
 
 
-def test_validation_of_thousands_of_batches_is_quick(tmp_path):
-    ck = make_checkpoint(tmp_path / "ck" / "job", batches=3000, partitions=2)
-    started = time.perf_counter()
+def test_validation_of_a_long_checkpoint_is_clean(tmp_path):
+    # Speed is measured in bench/bench_checkpoints.py (10,000 batches), not here.
+    ck = make_checkpoint(tmp_path / "ck" / "job", batches=1000, partitions=2)
     report = validate_checkpoint(str(ck))
-    assert report.exit_code == 0
-    assert time.perf_counter() - started < 5  # a loose bound on a shared machine; see the benchmark
+    assert report.exit_code == 0 and report.findings == []
 
 
 def test_roots_refuse_escapes(tmp_path):
