@@ -130,7 +130,7 @@ def failure_windows(spark: Any, spec: JobSpec) -> Any:
     w = F.window("event_time", spark_interval(spec.param_seconds("failure_gap")))
     return (
         good.where(F.col("event_type") == "LOGIN_FAILED").groupBy("user_id", w.alias("w"))
-        .agg(F.count(F.lit(1)).alias("failed_attempts"), F.count_distinct("ip").alias("distinct_ips"))
+        .agg(F.count(F.lit(1)).alias("failed_attempts"), F.approx_count_distinct("ip").alias("distinct_ips"))
         .where(F.col("failed_attempts") >= int(spec.params.get("threshold", 5)))
         .select("user_id", F.col("w.end").alias("alert_time"), "failed_attempts", "distinct_ips")
     )  # fmt: skip
