@@ -149,12 +149,17 @@ class JobSpec:
 
 
 def _resolve(uri: str) -> str:
-    """Relative local paths are under the project root; URLs are left alone."""
+    """Relative local paths are under the project root, and ``.data/...`` under the data folder
+    ($STATEKEEPER_DATA relocates every spec's files at once); URLs are left alone."""
     if "://" in uri:
         return uri.rstrip("/")
     p = Path(uri).expanduser()
     if not p.is_absolute():
-        p = paths.project_root() / p
+        parts = p.parts
+        if parts and parts[0] == ".data":
+            p = paths.data_dir().joinpath(*parts[1:])
+        else:
+            p = paths.project_root() / p
     return str(p)
 
 
