@@ -14,7 +14,10 @@ DEFAULT_KEEP = 7
 
 
 def _target(args: argparse.Namespace) -> roots.Target:
-    return roots.resolve(args.job, args.checkpoint, args.snapshot_root)
+    job = args.job or getattr(args, "job_name", None) or None
+    if args.job and getattr(args, "job_name", None) and args.job != args.job_name:
+        raise UserError(f"two jobs named: {args.job_name} and --job {args.job}")
+    return roots.resolve(job, args.checkpoint or None, args.snapshot_root or None)
 
 
 def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
@@ -140,9 +143,13 @@ def register(subparsers: Any) -> None:
 
     def add(name: str, func: Any, help: str) -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help)
-        who = sp.add_mutually_exclusive_group()
-        who.add_argument("--job", help="the job whose spec names the checkpoint")
-        who.add_argument("--checkpoint", metavar="URI", help="a checkpoint folder (path or URL)")
+        # JOB (positional or --job) names the spec; --checkpoint a folder, which with a job is
+        # checked against that job's spec. Empty values (unset Airflow params) count as absent.
+        sp.add_argument(
+            "job_name", nargs="?", metavar="JOB", help="the job (its spec names the checkpoint)"
+        )
+        sp.add_argument("--job", help="the same as JOB")
+        sp.add_argument("--checkpoint", metavar="URI", help="a checkpoint folder (path or URL)")
         sp.add_argument(
             "--snapshot-root", metavar="URI", help="snapshot store (default .data/snapshots/<job>)"
         )

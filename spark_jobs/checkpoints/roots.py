@@ -94,12 +94,12 @@ def confine(uri: str, roots: list[str], what: str, env: str) -> str:
 def resolve(job: str | None, checkpoint: str | None, snapshot_root: str | None = None) -> Target:
     """The command's target from ``--job`` or ``--checkpoint`` (and ``--snapshot-root``)."""
     spec = None
-    if job and checkpoint:
-        raise UserError("give either --job or --checkpoint, not both")
     if job:
         from spark_jobs.runtime.spec import load_spec
 
-        spec = load_spec(job)
+        # With both, the folder is the job's checkpoint elsewhere (a replay, a backfill):
+        # checked against the job's spec all the same.
+        spec = load_spec(job).with_overrides(checkpoint=checkpoint)
         checkpoint = spec.checkpoint
     elif not checkpoint:
         raise UserError("say which checkpoint: --job JOB or --checkpoint URI")

@@ -1,0 +1,1 @@
+"""Developer entry points run by the Makefile (`make demo`, `make airflow`)."""
