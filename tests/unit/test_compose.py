@@ -10,7 +10,13 @@ import yaml
 pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
-AIRFLOW = ("airflow-init", "airflow-apiserver", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer")
+AIRFLOW = (
+    "airflow-init",
+    "airflow-apiserver",
+    "airflow-scheduler",
+    "airflow-dag-processor",
+    "airflow-triggerer",
+)
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +43,11 @@ def test_shared_volumes_and_connection_wiring(compose):
         assert "statekeeper-data:/data" in services[name]["volumes"], name
     env = services["airflow-scheduler"]["environment"]
     conn = json.loads(env["AIRFLOW_CONN_SPARK_DEFAULT"])
-    assert (conn["conn_type"], conn["host"], conn["port"]) == ("spark", "spark://spark-master", 7077)
+    assert (conn["conn_type"], conn["host"], conn["port"]) == (
+        "spark",
+        "spark://spark-master",
+        7077,
+    )
     assert "--port 7077" in " ".join(services["spark-master"]["command"])
     assert "spark://spark-master:7077" in " ".join(services["spark-worker"]["command"])
     assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].endswith("@postgres/airflow")
