@@ -28,7 +28,7 @@ from airflow.sdk.exceptions import AirflowException
 
 from statekeeper import driver
 from statekeeper.submit import drop_empty_options, submit_settings
-from statekeeper.triggers import DriverWatchTrigger
+from statekeeper.triggers import BackoffTrigger, DriverWatchTrigger
 
 MAX_BACKOFF = 600.0
 
@@ -173,15 +173,10 @@ class StreamingSupervisorOperator(BaseOperator):
                 )
             wait = run.get("not_before", 0) - time.time()
             if wait > 0:
-                from datetime import timedelta
-
-                from airflow.providers.standard.triggers.temporal import TimeDeltaTrigger
-
                 self.log.info("backing off %.0fs before relaunching", wait)
                 self.defer(
-                    trigger=TimeDeltaTrigger(timedelta(seconds=wait)),
+                    trigger=BackoffTrigger(run["not_before"], echo={"run": run}),
                     method_name="resume_step",
-                    kwargs={"run": run},
                 )
             pid = self._launch(spec)
             now = time.time()
@@ -217,17 +212,16 @@ class StreamingSupervisorOperator(BaseOperator):
                 started_at=started_at,
                 pid=pid,
                 poll_seconds=float(self.poll_seconds),
+                echo={"run": run},
             ),
             method_name="resume_watch",
-            kwargs={"run": run},
         )
 
-    def resume_step(self, context: Any, run: dict[str, Any], event: Any = None) -> dict[str, Any]:
-        return self._step(context, run)
+    def resume_step(self, context: Any, event: dict[str, Any]) -> dict[str, Any]:
+        return self._step(context, event["echo"]["run"])
 
-    def resume_watch(
-        self, context: Any, run: dict[str, Any], event: dict[str, Any]
-    ) -> dict[str, Any]:
+    def resume_watch(self, context: Any, event: dict[str, Any]) -> dict[str, Any]:
+        run = event["echo"]["run"]
         health = event.get("health") or {}
         for w in health.get("warnings") or []:
             self.log.warning("job %s: %s", self.job, w)

@@ -4,6 +4,10 @@
   after stopping an unhealthy driver), or a timeout.
 - ``DriverWatchTrigger``: watches a continuous driver through its lock and progress log; fires
   when it is dead or stalled, when it turned healthy (``until_healthy``), or when the watch ends.
+- ``BackoffTrigger``: sleeps, then fires.
+
+Triggers that resume a multi-step operator carry its state in ``echo`` and hand it back in the
+event, so the state survives however the task is resumed.
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ class DriverWatchTrigger(BaseTrigger):
         pid: int | None = None,
         until_healthy: bool = False,
         poll_seconds: float = 5.0,
+        echo: dict[str, Any] | None = None,
     ):
         super().__init__()
         self.checkpoint = checkpoint
@@ -69,6 +74,7 @@ class DriverWatchTrigger(BaseTrigger):
         self.pid = pid
         self.until_healthy = until_healthy
         self.poll_seconds = poll_seconds
+        self.echo = echo or {}
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -81,6 +87,7 @@ class DriverWatchTrigger(BaseTrigger):
                 "pid": self.pid,
                 "until_healthy": self.until_healthy,
                 "poll_seconds": self.poll_seconds,
+                "echo": self.echo,
             },
         )
 
@@ -102,12 +109,26 @@ class DriverWatchTrigger(BaseTrigger):
         while True:
             h = await asyncio.to_thread(self._look)
             if h["verdict"] in ("dead", "stalled"):
-                yield TriggerEvent({"status": "unhealthy", "health": h})
+                yield TriggerEvent({"status": "unhealthy", "health": h, "echo": self.echo})
                 return
             if self.until_healthy and h["verdict"] == "healthy":
-                yield TriggerEvent({"status": "healthy", "health": h})
+                yield TriggerEvent({"status": "healthy", "health": h, "echo": self.echo})
                 return
             if time.time() >= self.watch_until:
-                yield TriggerEvent({"status": "watch_over", "health": h})
+                yield TriggerEvent({"status": "watch_over", "health": h, "echo": self.echo})
                 return
             await asyncio.sleep(self.poll_seconds)
+
+
+class BackoffTrigger(BaseTrigger):
+    def __init__(self, until: float, echo: dict[str, Any] | None = None):
+        super().__init__()
+        self.until = until
+        self.echo = echo or {}
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return ("statekeeper.triggers.BackoffTrigger", {"until": self.until, "echo": self.echo})
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        await asyncio.sleep(max(0.0, self.until - time.time()))
+        yield TriggerEvent({"status": "backoff_over", "echo": self.echo})
