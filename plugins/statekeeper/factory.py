@@ -33,8 +33,15 @@ def default_args(owner: str, retries: int = 2) -> dict[str, Any]:
 
 
 def table_asset(spec: Any) -> Asset:
-    """The Airflow Asset standing for a job's Delta table (consumers schedule on it)."""
-    return Asset(name=f"statekeeper.{spec.name}", uri=f"file://{spec.output}", group="delta")
+    """The Airflow Asset standing for a job's Delta table (consumers schedule on it).
+
+    Named by the job, not by the table's path: the path depends on where the data lives
+    ($STATEKEEPER_DATA, a mounted volume), and an Asset whose URI changes goes inactive. The
+    path and the Delta version travel in each event's ``extra``.
+    """
+    return Asset(
+        name=f"statekeeper.{spec.name}", uri=f"statekeeper://delta/{spec.name}", group="delta"
+    )
 
 
 def path_params() -> dict[str, Param]:
