@@ -71,19 +71,16 @@ def precheck(spec: JobSpec) -> None:
     """Everything that can be said before Spark starts: inputs, checkpoint health, binding."""
     for uri in spec.inputs.values():
         sources.check_input(uri, spec.name)
-    try:
-        from spark_jobs.checkpoints.validate import validate_checkpoint
-    except ModuleNotFoundError:
-        validate_checkpoint = None  # type: ignore[assignment]
-    if validate_checkpoint is not None:
-        report = validate_checkpoint(spec.checkpoint, spec)
-        if report.errors:
-            first = report.errors[0]
-            raise UserError(
-                f"checkpoint {spec.checkpoint} is not safe to run on: [{first.code}] {first.message}; "
-                f"{first.fix} (python -m spark_jobs checkpoint validate --checkpoint {spec.checkpoint})",
-                exit_code=4,
-            )
+    from spark_jobs.checkpoints.validate import validate_checkpoint
+
+    report = validate_checkpoint(spec.checkpoint, spec)
+    if report.errors:
+        first = report.errors[0]
+        raise UserError(
+            f"checkpoint {spec.checkpoint} is not safe to run on: [{first.code}] {first.message}; "
+            f"{first.fix} (python -m spark_jobs checkpoint validate --checkpoint {spec.checkpoint})",
+            exit_code=4,
+        )
     binding.check_and_bind(spec.checkpoint, fingerprint(spec), spec.path or f"job {spec.name}")
 
 
