@@ -28,18 +28,27 @@ SMOKE = {
 }  # fmt: skip
 
 
+def _same(row: dict[str, Any]) -> str:
+    """Whether the built-in job wrote the very table the batched one did ('-': not comparable)."""
+    return str(row["same_table_as_builtin"]) if "same_table_as_builtin" in row else "-"
+
+
 def table(results: dict[str, Any]) -> str:
     """The closing summary: one line per measured thing."""
-    lines = ["", "== summary (events/s; ratio = batched / other, measured side by side) =="]
+    lines = [
+        "",
+        "== summary (events/s, median of interleaved rounds; ratio = batched / other) ==",
+    ]
     if "throughput" in results:
         lines.append(
-            f"{'job':<13}{'events':>10}{'users':>9}{'batched':>11}{'built-in':>11}{'count':>11}{'vs built-in':>13}{'vs count':>10}"
+            f"{'job':<13}{'events':>10}{'users':>9}{'batched':>11}{'built-in':>11}{'count':>11}{'vs built-in':>13}{'vs count':>10}  same table"
         )
         for r in results["throughput"]:
             lines.append(
                 f"{r['job']:<13}{r['events']:>10,}{r['keys']:>9,}{r['batched']['events_per_s']:>11,}"
                 f"{r['builtin']['events_per_s']:>11,}{r['count']['events_per_s']:>11,}"
-                f"{r['ratio_vs_builtin']:>12.2f}x{r['ratio_vs_count']:>9.2f}x  ({r['builtin_name']})"
+                f"{r['ratio_vs_builtin']:>12.2f}x{r['ratio_vs_count']:>9.2f}x  "
+                f"{_same(r):<6} ({r['builtin_name']})"
             )
     for r in results.get("executors", []):
         lines.append(
@@ -72,6 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--keys", help="users to sweep in the throughput runs, e.g. 100000 or 1000,10000"
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        help="interleaved rounds per throughput contender, median kept (default 2, smoke 1)",
     )
     parser.add_argument(
         "--work", default=None, help="where data and runs go (default .data/bench[-smoke])"
@@ -114,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
                 p["key_sweep"],
                 warm_up=not args.smoke,
                 fraud=not args.smoke,
+                rounds=args.rounds or (1 if args.smoke else 2),
             )
         if "executors" in wanted:
             print("2. per-key executor against batched executor, identical input", flush=True)

@@ -1,5 +1,6 @@
 """``python -m bench --smoke`` end to end in its own process: it prints the ratio table, the two
-executors give identical outputs, and it writes its JSON results."""
+executors give identical outputs, the built-in session_window job writes the same table as the
+batched executor, and it writes its JSON results."""
 
 from __future__ import annotations
 
@@ -35,4 +36,7 @@ def test_bench_smoke(tmp_path):
     result = json.loads((ROOT / "bench" / "results" / "smoke.json").read_text())
     sessions = next(r for r in result["throughput"] if r["job"] == "sessions")
     assert sessions["batched"]["input_rows"] == sessions["builtin"]["input_rows"] > 0
+    # the built-in session_window job writes the very table the batched executor does
+    assert sessions["same_table_as_builtin"] is True
+    assert sessions["batched"]["rows_out"] == sessions["builtin"]["rows_out"] > 0
     assert result["catchup"]["state_keys_end"] > 0
