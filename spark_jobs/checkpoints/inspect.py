@@ -1,7 +1,8 @@
 """``inspect``: what a checkpoint holds, from its files (no Spark): batches, watermark, pinned
 confs, state stores, the recovery window ``minBatchesToRetain`` leaves, sizes.
 
-``--rows`` adds what only Spark's state reader knows (row counts per operator); it starts Spark.
+``--rows`` adds what only Spark's state reader knows (row counts per operator, and keys per bucket
+for jobs on the batched executor); it starts Spark.
 """
 
 from __future__ import annotations
@@ -91,7 +92,10 @@ def inspect_checkpoint(checkpoint: str, layout: Layout | None = None) -> dict[st
 
 
 def state_rows(checkpoint: str) -> list[dict[str, Any]]:
-    """Rows per operator from Spark's state reader (starts Spark; optional)."""
+    """Rows per operator from Spark's state reader (starts Spark; optional). For a job on the
+    batched executor a state row is a bucket of keys: the entry also says how many keys the
+    buckets hold (``keys``) and how they spread (``keys_per_bucket``: min, median, max)."""
+    from spark_jobs.jobs.keyed import BUCKET, bucket_key_count
     from spark_jobs.runtime.session import build_session
 
     spark = build_session("statekeeper-inspect")
@@ -99,18 +103,25 @@ def state_rows(checkpoint: str) -> list[dict[str, Any]]:
     meta = spark.read.format("state-metadata").load(checkpoint).collect()
     for row in meta:
         d = row.asDict()
-        reader = (
+        state = (
             spark.read.format("statestore")
             .option("operatorId", d["operatorId"])
             .option("storeName", d["stateStoreName"])
+            .load(checkpoint)
         )
-        out.append(
-            {
-                "operator": str(d["operatorId"]),
-                "store": d["stateStoreName"],
-                "rows": reader.load(checkpoint).count(),
-            }
-        )
+        entry: dict[str, Any] = {
+            "operator": str(d["operatorId"]),
+            "store": d["stateStoreName"],
+            "rows": state.count(),
+        }
+        key_type = state.schema["key"].dataType
+        if BUCKET in getattr(key_type, "fieldNames", list)():
+            counts = sorted(bucket_key_count(r["value"]) for r in state.select("value").collect())
+            entry["keys"] = sum(counts)
+            entry["keys_per_bucket"] = (
+                [counts[0], counts[len(counts) // 2], counts[-1]] if counts else [0, 0, 0]
+            )
+        out.append(entry)
     return out
 
 
@@ -157,7 +168,15 @@ def render(info: dict[str, Any]) -> str:
             else f"operator {op['operator']:<3} {op['name'] or '?'}: no state versions on disk"
         )
     for op in info.get("state_rows") or []:
-        lines.append(f"rows         operator {op['operator']} store {op['store']}: {op['rows']}")
+        keys = (
+            f" buckets holding {op['keys']} keys (per bucket min/median/max "
+            f"{'/'.join(map(str, op['keys_per_bucket']))})"
+            if "keys" in op
+            else ""
+        )
+        lines.append(
+            f"rows         operator {op['operator']} store {op['store']}: {op['rows']}{keys}"
+        )
     w = info["recovery_window"]
     if w["oldest_restorable_batch"] is not None:
         lines.append(
