@@ -49,10 +49,11 @@ def holder(checkpoint: str) -> dict[str, Any] | None:
 
 
 def tail_progress(checkpoint: str, max_bytes: int = 256_000) -> list[dict[str, Any]]:
-    """The last progress records (oldest first), reading only the end of the log."""
+    """The last progress records, idle ones included (oldest first), reading only the end of
+    the log."""
     local = paths.local_path(progress.progress_path(checkpoint))
     if local is None:
-        return progress.read_progress(checkpoint)
+        return progress.read_progress(checkpoint, idle=True)
     if not local.exists():
         return []
     with open(local, "rb") as fh:

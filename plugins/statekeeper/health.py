@@ -2,7 +2,8 @@
 
 ``assess`` turns the last progress records of ``<checkpoint>/_statekeeper/progress.jsonl`` into a
 verdict: ``dead`` (no driver holds the checkpoint), ``stalled`` (no progress for too long) or
-``healthy``, plus warnings that an engineer should look at but that a restart would not cure
+``healthy`` (``idle`` when the last record says the query is caught up and waiting for data,
+which Spark reports instead of empty batches), plus warnings that an engineer should look at but that a restart would not cure
 (slow batches, a backlog, state that only grows, late rows dropped).
 """
 
@@ -13,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 RESTART_VERDICTS = ("dead", "stalled")
+ALIVE_VERDICTS = ("healthy", "idle")  # a started driver: processing, or caught up and waiting
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,7 @@ class Thresholds:
 
 @dataclass
 class Health:
-    verdict: str  # healthy | stalled | dead | starting
+    verdict: str  # healthy | idle | stalled | dead | starting
     reason: str
     warnings: list[str] = field(default_factory=list)
     progress_age: float | None = None
@@ -92,11 +94,14 @@ def assess(
                 "stalled", f"no progress {since:.0f}s after start (grace {th.startup_grace:.0f}s)"
             )
         return Health("starting", "driver holds the lock; no progress yet")
-    last = recent[-1]
-    age = now - (_logged_at(last) or now)
+    # Any record proves the driver is alive; the batch checks below read batch progress only.
+    age = now - (_logged_at(recent[-1]) or now)
+    idle = bool(recent[-1].get("event") == "idle")
+    recent = [r for r in recent if r.get("event") != "idle"]
+    last = recent[-1] if recent else {}
     h = Health(
-        "healthy",
-        "progressing",
+        "idle" if idle else "healthy",
+        "caught up, waiting for new data" if idle else "progressing",
         progress_age=round(age, 1),
         batch_id=last.get("batchId"),
         state_rows=_state(last, "numRowsTotal"),

@@ -19,6 +19,8 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from statekeeper.health import ALIVE_VERDICTS
+
 
 class CheckpointFreeTrigger(BaseTrigger):
     def __init__(self, checkpoint: str, timeout_seconds: float = 3600.0, poll_seconds: float = 5.0):
@@ -111,7 +113,7 @@ class DriverWatchTrigger(BaseTrigger):
             if h["verdict"] in ("dead", "stalled"):
                 yield TriggerEvent({"status": "unhealthy", "health": h, "echo": self.echo})
                 return
-            if self.until_healthy and h["verdict"] == "healthy":
+            if self.until_healthy and h["verdict"] in ALIVE_VERDICTS:
                 yield TriggerEvent({"status": "healthy", "health": h, "echo": self.echo})
                 return
             if time.time() >= self.watch_until:

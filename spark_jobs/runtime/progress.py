@@ -2,6 +2,12 @@
 
 Readable without Spark: :func:`read_progress` is what the checkpoint tools, quality checks and the
 Airflow supervisor use.
+
+Since Spark 3.5 a continuous query with no new data reports ``onQueryIdle`` instead of empty
+progress, so without more a caught-up job would look stalled. The listener logs those as
+``{"event": "idle", ...}`` lines, at most one per query per ``IDLE_LOG_EVERY`` seconds (idle
+events come every 10 s, forever). Readers get batch progress only unless they ask for idle
+records (the supervisor's health check does).
 """
 
 from __future__ import annotations
@@ -14,6 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from spark_jobs.runtime import paths
+
+IDLE = "idle"
+IDLE_LOG_EVERY = 60.0  # seconds; well below the supervisor's stalled limit (5 minutes)
 
 
 def progress_path(checkpoint: str) -> str:
@@ -34,12 +43,18 @@ def append_line(target: str, record: dict[str, Any]) -> None:
         fh.write(line)
 
 
-def read_progress(checkpoint: str) -> list[dict[str, Any]]:
-    """All progress records of a checkpoint, oldest first ([] when none yet)."""
-    return list(iter_progress(checkpoint))
+def is_idle(record: dict[str, Any]) -> bool:
+    return record.get("event") == IDLE
+
+
+def read_progress(checkpoint: str, idle: bool = False) -> list[dict[str, Any]]:
+    """All progress records of a checkpoint, oldest first ([] when none yet); with ``idle``,
+    the idle records too."""
+    return [r for r in iter_progress(checkpoint) if idle or not is_idle(r)]
 
 
 def iter_progress(checkpoint: str) -> Iterator[dict[str, Any]]:
+    """Every record of the log, idle ones included, oldest first."""
     target = progress_path(checkpoint)
     local = paths.local_path(target)
     if local is not None:
@@ -70,10 +85,12 @@ def make_listener(job: str, targets: dict[str, str]):  # -> StreamingQueryListen
     from pyspark.sql.streaming import StreamingQueryListener
 
     lock = threading.Lock()
+    names: dict[str, str] = {}  # query id -> name (idle events carry only the id)
+    last_idle: dict[str, float] = {}
 
     class ProgressLog(StreamingQueryListener):
         def onQueryStarted(self, event: Any) -> None:
-            pass
+            names[str(event.id)] = event.name or ""
 
         def onQueryProgress(self, event: Any) -> None:
             progress = json.loads(event.progress.json)
@@ -85,7 +102,17 @@ def make_listener(job: str, targets: dict[str, str]):  # -> StreamingQueryListen
                 append_line(progress_path(checkpoint), progress)
 
         def onQueryIdle(self, event: Any) -> None:
-            pass
+            qid = str(event.id)
+            checkpoint = targets.get(names.get(qid, ""))
+            if checkpoint is None:
+                return
+            now = time.time()
+            if now - last_idle.get(qid, 0.0) < IDLE_LOG_EVERY:
+                return
+            last_idle[qid] = now
+            record = idle_record(names[qid], qid, str(event.runId), event.timestamp, job, now)
+            with lock:
+                append_line(progress_path(checkpoint), record)
 
         def onQueryTerminated(self, event: Any) -> None:
             pass
@@ -93,10 +120,21 @@ def make_listener(job: str, targets: dict[str, str]):  # -> StreamingQueryListen
     return ProgressLog()
 
 
+def idle_record(
+    name: str, query_id: str, run_id: str, timestamp: str, job: str, now: float
+) -> dict[str, Any]:
+    """The line logged for an idle query: caught up, waiting for data."""
+    return {
+        "event": IDLE, "name": name, "id": query_id, "runId": run_id, "timestamp": timestamp,
+        "statekeeper": {"job": job, "logged_at": now},
+    }  # fmt: skip
+
+
 def last_progress(checkpoint: str) -> dict[str, Any] | None:
     last = None
     for rec in iter_progress(checkpoint):
-        last = rec
+        if not is_idle(rec):
+            last = rec
     return last
 
 
