@@ -1,0 +1,71 @@
+"""Real DAG runs through ``dag.test()`` (local Spark, SQLite, generated data): a catch-up run
+writes the job's Delta table and publishes its Asset with the version; a second run with no new
+data succeeds and leaves the table's version unchanged; a backfill with bad params fails before
+anything is submitted, with a reason that says what to fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from airflow_env import run_dags
+
+from spark_jobs.generate import generate
+
+pytestmark = pytest.mark.dags
+
+JOB = "windowed_counts"  # the cheapest job of the seven: a built-in window aggregation
+
+
+def _version(table: Path) -> int | None:
+    from statekeeper import delta_log
+
+    return delta_log.version(str(table))
+
+
+def test_catch_up_writes_then_changes_nothing_and_bad_backfills_stop_early(airflow_home, tmp_path):
+    data = tmp_path / "data"
+    report = generate(
+        "clickstream", str(data / "landing" / "clickstream"), events=3000, keys=50, seed=3,
+        bad_rate=0.02,
+    )  # fmt: skip
+    table = data / "tables" / JOB
+    log = tmp_path / "dag_runs.log"
+    missing = tmp_path / "no-such-folder"
+    first, second, no_input, bad_mode, bad_job = run_dags(
+        airflow_home,
+        [
+            {"dag_id": f"catchup_{JOB}"},
+            {"dag_id": f"catchup_{JOB}"},
+            {"dag_id": "backfill", "conf": {"job": JOB, "input": str(missing), "mode": "replace"}},
+            {"dag_id": "backfill", "conf": {"job": JOB, "input": str(data), "mode": "overwrite"}},
+            {"dag_id": "backfill", "conf": {"job": "nope", "input": str(data), "mode": "append"}},
+        ],
+        log,
+        data=data,
+        timeout=1500,
+    )
+    text = log.read_text()
+
+    # 1. the catch-up run: every task succeeded, the table and its quarantine exist
+    assert first["state"] == "success", first
+    assert set(first["tasks"].values()) == {"success"}, first["tasks"]
+    v1 = first["returns"]["publish_asset"]["version"]
+    assert v1 is not None and v1 >= 0 and (table / "_delta_log").is_dir()
+    assert (table / "_quarantine" / "_delta_log").is_dir() and report.bad > 0
+
+    # 2. nothing new: the run succeeds and the table is the same version
+    assert second["state"] == "success", second
+    assert second["returns"]["publish_asset"]["version"] == v1 == _version(table)
+
+    # 3. bad backfill params: nothing submitted, a one-line reason
+    assert no_input["state"] == "failed", no_input
+    assert no_input["tasks"]["plan"] == "failed"
+    assert all(
+        no_input["tasks"][t] in ("upstream_failed", "None") for t in ("run_staged", "publish")
+    )
+    assert f"input folder {missing} does not exist or is not a folder" in text
+    for refused in (bad_mode, bad_job):  # the Params schema refuses these before a run starts
+        assert refused["state"] == "error" and "tasks" not in refused, refused
+    assert "overwrite" in bad_mode["error"] and "nope" in bad_job["error"]
+    assert not (data / "backfill").exists()  # no staged table or checkpoint was made
