@@ -69,3 +69,41 @@ def test_catch_up_writes_then_changes_nothing_and_bad_backfills_stop_early(airfl
         assert refused["state"] == "error" and "tasks" not in refused, refused
     assert "overwrite" in bad_mode["error"] and "nope" in bad_job["error"]
     assert not (data / "backfill").exists()  # no staged table or checkpoint was made
+
+
+def test_backfill_publishes_once_and_an_identical_one_changes_nothing(airflow_home, tmp_path):
+    data = tmp_path / "data"
+    generate("clickstream", str(data / "landing" / "clickstream"), events=2000, keys=40, seed=4)
+    replay = tmp_path / "replay"  # the events to re-process, e.g. a corrected export
+    generate("clickstream", str(replay), events=2000, keys=40, seed=5)
+    table = data / "tables" / JOB
+    conf = {"job": JOB, "input": str(replay), "mode": "replace"}
+    live, first, again = run_dags(
+        airflow_home,
+        [{"dag_id": f"catchup_{JOB}", "conf": {"run_quality": False}},
+         {"dag_id": "backfill", "conf": conf},
+         {"dag_id": "backfill", "conf": conf}],
+        tmp_path / "backfill.log",
+        data=data,
+        timeout=1500,
+    )  # fmt: skip
+    from statekeeper import delta_log
+
+    assert live["state"] == "success", live
+    before = live["returns"]["publish_asset"]["version"]
+    assert first["state"] == "success", first
+    assert set(first["tasks"].values()) == {"success"}, first["tasks"]
+    plan = first["returns"]["plan"]
+    assert plan["live_table"] == str(table) and plan["published_in_version"] is None
+    # the staged run used its own checkpoint: the live one was never touched
+    assert Path(plan["staged_checkpoint"]).is_dir() and plan["staged_checkpoint"].startswith(
+        str(data / "backfill" / JOB)
+    )
+    commits = [c for c in delta_log.commit_infos(str(table)) if c["version"] > before]
+    assert len(commits) == 1, commits  # one commit makes the whole backfill visible
+    assert commits[0]["userMetadata"].startswith(f"statekeeper-backfill:{plan['key']} mode=replace")
+    after = delta_log.version(str(table))
+
+    assert again["state"] == "success", again
+    assert again["tasks"]["plan"] == "skipped" and again["tasks"]["run_staged"] == "skipped"
+    assert delta_log.version(str(table)) == after  # the identical backfill changed nothing
