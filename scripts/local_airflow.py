@@ -14,7 +14,9 @@ from spark_jobs.runtime import paths
 SPARK_LOCAL = json.dumps({"conn_type": "spark", "host": "local[2]"})
 
 
-def airflow_env(home: Path) -> dict[str, str]:
+def airflow_env(home: Path, data: Path | None = None, **extra: str) -> dict[str, str]:
+    """The environment of an Airflow process on ``home``; ``data`` relocates ``.data/`` (the
+    DAG tests' own folder), ``extra`` is set last."""
     root = paths.project_root()
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW__")}
     bindir = str(Path(sys.executable).parent)
@@ -31,6 +33,9 @@ def airflow_env(home: Path) -> dict[str, str]:
         PYSPARK_DRIVER_PYTHON=sys.executable,
         PATH=os.pathsep.join([bindir, env.get("PATH", "")]),
     )
+    if data is not None:
+        env["STATEKEEPER_DATA"] = str(data)
+    env.update(extra)
     return env
 
 

@@ -5,36 +5,24 @@ its settings never leak into other tests and a test that hangs can be killed."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-SPARK_LOCAL = json.dumps({"conn_type": "spark", "host": "local[2]"})
 
 
 def airflow_env(home: Path, data: Path | None = None, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW_", "AIRFLOW__"))}
-    env.update(
-        AIRFLOW_HOME=str(home),
-        AIRFLOW__CORE__DAGS_FOLDER=str(ROOT / "dags"),
-        AIRFLOW__CORE__PLUGINS_FOLDER=str(ROOT / "plugins"),
-        AIRFLOW__CORE__LOAD_EXAMPLES="False",
-        AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=f"sqlite:///{home}/airflow.db",
-        AIRFLOW__LOGGING__LOGGING_LEVEL="INFO",
-        AIRFLOW_CONN_SPARK_DEFAULT=SPARK_LOCAL,
-        PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "plugins")]),
-        STATEKEEPER_HOME=str(ROOT),
-        PYSPARK_PYTHON=sys.executable,
-        PYSPARK_DRIVER_PYTHON=sys.executable,
-        PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
-    )
-    if data is not None:
-        env["STATEKEEPER_DATA"] = str(data)
-    env.update(extra)
-    return env
+    """The embedded default's environment (``scripts/local_airflow.py``), always on local Spark
+    and with Airflow's own INFO logs, whatever the caller's shell says."""
+    from scripts import local_airflow
+
+    defaults = {
+        "AIRFLOW_CONN_SPARK_DEFAULT": local_airflow.SPARK_LOCAL,
+        "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+    }
+    return local_airflow.airflow_env(home, data, **{**defaults, **extra})
 
 
 def migrate(home: Path) -> None:
