@@ -3,8 +3,8 @@
 ``assess`` turns the last progress records of ``<checkpoint>/_statekeeper/progress.jsonl`` into a
 verdict: ``dead`` (no driver holds the checkpoint), ``stalled`` (no progress for too long) or
 ``healthy`` (``idle`` when the last record says the query is caught up and waiting for data,
-which Spark reports instead of empty batches), plus warnings that an engineer should look at but that a restart would not cure
-(slow batches, a backlog, state that only grows, late rows dropped).
+which Spark reports instead of empty batches), plus warnings that an engineer should look at but
+that a restart would not cure (slow batches, a backlog, state that only grows, late rows dropped).
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from spark_jobs.runtime.progress import is_idle
 
 RESTART_VERDICTS = ("dead", "stalled")
 ALIVE_VERDICTS = ("healthy", "idle")  # a started driver: processing, or caught up and waiting
@@ -96,8 +98,8 @@ def assess(
         return Health("starting", "driver holds the lock; no progress yet")
     # Any record proves the driver is alive; the batch checks below read batch progress only.
     age = now - (_logged_at(recent[-1]) or now)
-    idle = bool(recent[-1].get("event") == "idle")
-    recent = [r for r in recent if r.get("event") != "idle"]
+    idle = is_idle(recent[-1])
+    recent = [r for r in recent if not is_idle(r)]
     last = recent[-1] if recent else {}
     h = Health(
         "idle" if idle else "healthy",

@@ -19,7 +19,7 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from statekeeper.health import ALIVE_VERDICTS
+from statekeeper.health import ALIVE_VERDICTS, RESTART_VERDICTS
 
 
 class CheckpointFreeTrigger(BaseTrigger):
@@ -110,7 +110,7 @@ class DriverWatchTrigger(BaseTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         while True:
             h = await asyncio.to_thread(self._look)
-            if h["verdict"] in ("dead", "stalled"):
+            if h["verdict"] in RESTART_VERDICTS:
                 yield TriggerEvent({"status": "unhealthy", "health": h, "echo": self.echo})
                 return
             if self.until_healthy and h["verdict"] in ALIVE_VERDICTS:
