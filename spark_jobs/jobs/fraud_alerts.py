@@ -1,5 +1,12 @@
 """``fraud_alerts``: brute-force login alerts (applyInPandasWithState, event-time timeout,
-append). Logic: :mod:`spark_jobs.state.fraud`."""
+append). Logic: :mod:`spark_jobs.state.fraud`.
+
+The logic acts per event (count, reset, alert), so its result depends on the order of events;
+both executors therefore run in ordered mode (:mod:`spark_jobs.state.ordered`): events are held
+in state until the watermark passes them and applied in (time, event_id) order then. An alert
+is written once the watermark passes its 5th failure, about the watermark delay (10 minutes)
+after it happened, and is the same however the events were split into runs and batches.
+"""
 
 from __future__ import annotations
 
@@ -10,52 +17,79 @@ from spark_jobs.io.tables import OUTPUTS, columns
 from spark_jobs.runtime.durations import spark_interval
 
 SINK = "append"
+# Part of the checkpoint binding: state written before ordered mode is refused, not misread.
+STATE_FORMAT = "ordered-v1"
 STATE_SCHEMA = "failures binary"
 INPUT_COLUMNS = ["user_id", "event_time", "event_id", "event_type", "ip"]
 TS_COLUMNS = ("alert_time", "first_failure_time")
+DEFAULT_THRESHOLD = 5
+
+
+def to_events(df: Any) -> dict[str, Any]:
+    """A frame of auth rows as the ordered executor's event columns."""
+    from spark_jobs.jobs.pandas_io import to_ms
+
+    return {
+        "key": df["user_id"].to_numpy(dtype=object),
+        "t": to_ms(df["event_time"]),
+        "eid": df["event_id"].to_numpy(dtype=object),
+        "etype": df["event_type"].to_numpy(dtype=object),
+        "ip": df["ip"].to_numpy(dtype=object),
+    }
+
+
+def emit_alerts(rows: list[dict]) -> Iterator[Any]:
+    from spark_jobs.jobs.pandas_io import emit
+
+    yield from emit(rows, columns("fraud_alerts"), TS_COLUMNS)
 
 
 def make_update(gap_ms: int, threshold: int):
+    """The per-key function: state is (the failure run, the events still held)."""
+
     def update_failures(key: tuple, pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
-        from spark_jobs.jobs.pandas_io import concat, emit, to_ms
-        from spark_jobs.state import codec
+        from spark_jobs.jobs.pandas_io import concat
+        from spark_jobs.state import codec, ordered
         from spark_jobs.state import fraud as logic
 
-        if state.hasTimedOut:
-            state.remove()
-            return
-        prev = logic.Failures.from_tuple(codec.decode(state.get[0])) if state.exists else None
-        df = concat(pdfs)
-        events = []
-        if df is not None:
-            events = list(
-                zip(
-                    to_ms(df["event_time"]).tolist(),
-                    df["event_id"],
-                    df["event_type"],
-                    df["ip"],
-                    strict=True,
-                )
-            )
-        rows, st, timeout = logic.update(key[0], events, prev, gap_ms, threshold)
-        if st is None:
+        wm = state.getCurrentWatermarkMs()
+        run, held = codec.decode(state.get[0]) if state.exists else (None, [])
+        new: list[tuple] = []
+        if not state.hasTimedOut:
+            df = concat(pdfs)
+            if df is not None:
+                ev = to_events(df)
+                new = list(zip(ev["t"].tolist(), ev["eid"], ev["etype"], ev["ip"], strict=True))
+        due, held = ordered.release_rows([tuple(h) for h in held], new, wm)
+        prev = logic.Failures.from_tuple(run) if run else None
+        rows, st, deadline = logic.update(key[0], due, prev, gap_ms, threshold)
+        if st is not None and deadline is not None and deadline < wm:
+            st, deadline = None, None  # the run is over: any later failure would reset it
+        timeouts = [d for d in (deadline, min((h[0] for h in held), default=None)) if d]
+        if st is None and not held:
             state.remove()
         else:
-            state.update((codec.encode(st.to_tuple()),))
-            state.setTimeoutTimestamp(max(timeout, state.getCurrentWatermarkMs() + 1))
-        yield from emit(rows, columns("fraud_alerts"), TS_COLUMNS)
+            state.update((codec.encode((st.to_tuple() if st else None, held)),))
+            state.setTimeoutTimestamp(max(min(timeouts), wm + 1))
+        yield from emit_alerts(rows)
 
     return update_failures
 
 
 def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
     gap_ms = int(spec.param_seconds("failure_gap") * 1000)
-    threshold = int(spec.params.get("threshold", 5))
+    threshold = int(spec.params.get("threshold", DEFAULT_THRESHOLD))
     stream = events["auth"].withWatermark("event_time", spark_interval(spec.watermark_seconds))
     if spec.executor == "batched":
         from spark_jobs.jobs import keyed
+        from spark_jobs.state import fraud_bulk
 
-        return keyed.batched_fraud(stream, spec, gap_ms, threshold)
+        update = keyed.make_ordered_update(
+            fraud_bulk.ordered_step(gap_ms, threshold), to_events, emit_alerts
+        )
+        return keyed.bucketed(
+            stream, "user_id", INPUT_COLUMNS, spec, update, OUTPUTS["fraud_alerts"]
+        )
     return (
         stream.select(*INPUT_COLUMNS)
         .groupBy("user_id")

@@ -166,39 +166,34 @@ def batched_sessions(stream: Any, spec: Any, gap_ms: int, max_pages: int) -> Any
     )
 
 
-# -- fraud_alerts -------------------------------------------------------------------------------
-def make_fraud_update(gap_ms: int, threshold: int):
-    def update_fraud_bucket(key: tuple, pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
-        from spark_jobs.jobs.pandas_io import concat, emit, to_ms
-        from spark_jobs.state import fraud_bulk as bulk
+# -- ordered mode: events held until the watermark passes them (spark_jobs.state.ordered) ------
+def make_ordered_update(step: Any, to_events: Any, emit: Any) -> Any:
+    """The bucket function for a job whose logic must see events in event-time order.
 
-        prev = bulk.Bucket.decode(state.get[1]) if state.exists else bulk.Bucket({})
-        events: dict[str, list] = {}
+    ``step`` is the job's :class:`spark_jobs.state.ordered.Step`; ``to_events(frame)`` turns a
+    pandas frame of input rows into columns ``key``, ``t`` (epoch ms), ``eid`` and the payload;
+    ``emit(rows)`` yields the output frames.
+    """
+
+    def update_ordered_bucket(key: tuple, pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
+        from spark_jobs.jobs.pandas_io import concat
+        from spark_jobs.state import columnar, ordered
+
+        prev = columnar.decode(state.get[1]) if state.exists and len(state.get[1]) else None
+        new = None
         if not state.hasTimedOut:
             df = concat(pdfs)
             if df is not None:
-                events = bulk.group_events(
-                    df["user_id"].to_numpy(dtype=object), to_ms(df["event_time"]),
-                    df["event_id"].to_numpy(dtype=object), df["event_type"].to_numpy(dtype=object),
-                    df["ip"].to_numpy(dtype=object),
-                )  # fmt: skip
-        rows, new, timeout = bulk.update_bucket(
-            events, prev, state.getCurrentWatermarkMs(), gap_ms, threshold
+                new = to_events(df)
+        rows, cols, keys, timeout, _counts = ordered.bucket_step(
+            step, prev, new, state.getCurrentWatermarkMs()
         )
-        _save(state, len(new.users), new.encode() if timeout is not None else b"", timeout)
-        yield from emit(rows, columns("fraud_alerts"), ("alert_time", "first_failure_time"))
+        if cols is None:
+            state.remove()
+        else:
+            state.update((int(keys), columnar.encode(cols, keys)))
+            if timeout is not None:
+                state.setTimeoutTimestamp(int(timeout))
+        yield from emit(rows)
 
-    return update_fraud_bucket
-
-
-def batched_fraud(stream: Any, spec: Any, gap_ms: int, threshold: int) -> Any:
-    from spark_jobs.jobs.fraud_alerts import INPUT_COLUMNS
-
-    return bucketed(
-        stream,
-        "user_id",
-        INPUT_COLUMNS,
-        spec,
-        make_fraud_update(gap_ms, threshold),
-        OUTPUTS["fraud_alerts"],
-    )
+    return update_ordered_bucket

@@ -64,6 +64,8 @@ def fingerprint(spec: JobSpec) -> dict[str, Any]:
     module = job_module(spec.name)
     if hasattr(module, "time_mode"):
         fp["time_mode"] = module.time_mode(spec)
+    if hasattr(module, "STATE_FORMAT"):
+        fp["state_format"] = module.STATE_FORMAT
     return fp
 
 

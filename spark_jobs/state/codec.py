@@ -1,19 +1,22 @@
-"""State blobs: a version byte, then pickle of plain tuples/lists/ints/strs (compact, fast).
+"""State blobs of the per-key executors: a version byte, then compact JSON of plain
+lists/ints/strs/None.
 
-State is written and read only by our own functions through Spark's checkpoint; the version byte
-lets a later release read (or refuse with a clear reason) what an earlier one wrote.
+JSON, not pickle: a checkpoint is data, and whoever can write to it must not be able to run code
+on the executors that read it. Tuples come back as lists; the logic's ``from_tuple`` readers
+accept either. The version byte lets a later release read (or refuse with a clear reason) what
+an earlier one wrote; version 1 was pickle and is refused unread.
 """
 
 from __future__ import annotations
 
-import pickle
+import json
 from typing import Any
 
-VERSION = 1
+VERSION = 2
 
 
 def encode(value: Any) -> bytes:
-    return bytes([VERSION]) + pickle.dumps(value, protocol=5)
+    return bytes([VERSION]) + json.dumps(value, separators=(",", ":")).encode("utf-8")
 
 
 def decode(blob: bytes | bytearray | memoryview | None) -> Any:
@@ -24,6 +27,7 @@ def decode(blob: bytes | bytearray | memoryview | None) -> Any:
         return None
     if data[0] != VERSION:
         raise ValueError(
-            f"state blob version {data[0]} is not readable by this release (wants {VERSION})"
+            f"state blob version {data[0]} is not readable by this release (wants {VERSION}); "
+            "version 1 state (pickle) is never loaded: run this job on a new checkpoint"
         )
-    return pickle.loads(data[1:])
+    return json.loads(data[1:].decode("utf-8"))

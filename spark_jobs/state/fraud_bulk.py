@@ -9,12 +9,13 @@ win here is one Python call per bucket instead of one per user; grouping is vect
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from spark_jobs.state import columnar
+from spark_jobs.state import columnar, ordered
 from spark_jobs.state import fraud as logic
 
 _I64 = np.int64
@@ -30,7 +31,13 @@ class Bucket:
     def decode(cls, blob: bytes | bytearray | memoryview | None) -> Bucket:
         if blob is None or not len(blob):
             return cls({})
-        c = columnar.decode(blob)
+        return cls.from_columns(columnar.decode(blob))
+
+    @classmethod
+    def from_columns(cls, c: Mapping[str, np.ndarray]) -> Bucket:
+        """The users stored among a decoded blob's columns (no ``key`` column: none)."""
+        if "key" not in c:
+            return cls({})
         off = np.zeros(len(c["ip_len"]) + 1, dtype=_I64)
         np.cumsum(c["ip_len"], out=off[1:])
         ips, o = c["ips"].tolist(), off.tolist()
@@ -49,10 +56,13 @@ class Bucket:
         return cls(users)
 
     def encode(self) -> bytes:
+        return columnar.encode(self.columns(), len(self.users))
+
+    def columns(self) -> dict[str, np.ndarray]:
         keys = list(self.users)
         runs = [self.users[k][0] for k in keys]
         ips = [sorted(r.ips) for r in runs]
-        cols = {
+        return {
             "key": np.array(keys, dtype=object),
             "count": np.array([r.count for r in runs], dtype=_I64),
             "first": np.array([r.first for r in runs], dtype=_I64),
@@ -61,7 +71,6 @@ class Bucket:
             "ip_len": np.array([len(x) for x in ips], dtype=_I64),
             "ips": np.array([ip for x in ips for ip in x], dtype=object),
         }
-        return columnar.encode(cols, len(keys))
 
     def timeout(self) -> int | None:
         return min((d for _, d in self.users.values()), default=None)
@@ -109,3 +118,34 @@ def update_bucket(
             users[user] = (st, max(int(timeout or 0), watermark_ms + 1))
     new = Bucket(users)
     return alerts, new, new.timeout()
+
+
+def ordered_step(gap_ms: int, threshold: int = 5) -> ordered.Step:
+    """fraud_alerts for the ordered bucket executor: released events, in event-time order, go
+    through :func:`update_bucket`; a user past its deadline with nothing released expires."""
+
+    def step(
+        released: ordered.Held, bucket: Bucket, watermark_ms: int
+    ) -> tuple[list[dict], Bucket, int | None, set]:
+        c = released.cols
+        events: dict[str, list] = {
+            str(k): list(zip(c["t"][s].tolist(), c["eid"][s].tolist(), c["etype"][s].tolist(),
+                        c["ip"][s].tolist(), strict=True))
+            for k, s in released.by_key().items()
+        }  # fmt: skip
+        expired = {u for u, (_, d) in bucket.users.items() if d < watermark_ms and u not in events}
+        rows, new, _ = update_bucket(events, bucket, watermark_ms, gap_ms, threshold)
+        # Released events can be older than the watermark by far: a run whose gap has already
+        # passed is over now (every later failure would reset it), not one batch later.
+        over = {u for u, (run, _) in new.users.items() if run.last + gap_ms < watermark_ms}
+        users = {u: v for u, v in new.users.items() if u not in over}
+        kept = Bucket(users)
+        return rows, kept, kept.timeout(), expired | over
+
+    return ordered.Step(
+        payload=("etype", "ip"),
+        load=Bucket.from_columns,
+        dump=Bucket.columns,
+        keys=lambda b: set(b.users),
+        step=step,
+    )

@@ -74,3 +74,24 @@ def initial_timer(prev: Health, stale_ms: int, now_ms: int | None = None) -> int
     if prev.status != OK:
         return None
     return (now_ms if now_ms is not None else prev.last_seen) + stale_ms
+
+
+def advance(
+    service: str, prev: Health | None, times_ms: list[int], watermark_ms: int, stale_ms: int
+) -> tuple[list[dict], Health | None, int | None]:
+    """Event-time mode, ordered: logs the watermark has passed (``times_ms``, in time order),
+    then the watermark itself. Returns (alerts, new health, the stale deadline or None).
+
+    A service is stale once the watermark reaches ``last_seen + stale_after`` with no log in
+    between: every log that can still arrive is later than the watermark, so the silence is
+    certain then, and the alert is the one a later log would have produced anyway.
+    """
+    alerts: list[dict] = []
+    health = prev
+    if times_ms:
+        alerts, health, _ = on_logs(service, times_ms, prev, stale_ms)
+    if health is not None and health.status == OK and health.last_seen + stale_ms <= watermark_ms:
+        more, health = on_timer(service, health, health.last_seen + stale_ms)
+        alerts += more
+    deadline = health.last_seen + stale_ms if health and health.status == OK else None
+    return alerts, health, deadline
