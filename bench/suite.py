@@ -75,15 +75,19 @@ def run_query(spark: Any, df: Any, work: Path, mode: str = "append") -> dict[str
 
 # -- the contenders ---------------------------------------------------------------------------
 def sessions_job(spark: Any, spec: JobSpec) -> Any:
-    from spark_jobs.jobs import sessions
+    from spark_jobs.jobs import key_metrics, sessions
 
-    return sessions.build(spark, spec, {"clickstream": good_stream(spark, spec)})
+    return key_metrics.data_rows(
+        sessions.build(spark, spec, {"clickstream": good_stream(spark, spec)})
+    )
 
 
 def fraud_job(spark: Any, spec: JobSpec) -> Any:
-    from spark_jobs.jobs import fraud_alerts
+    from spark_jobs.jobs import fraud_alerts, key_metrics
 
-    return fraud_alerts.build(spark, spec, {"auth": good_stream(spark, spec)})
+    return key_metrics.data_rows(
+        fraud_alerts.build(spark, spec, {"auth": good_stream(spark, spec)})
+    )
 
 
 def session_window(spark: Any, spec: JobSpec) -> Any:

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from spark_jobs.io.tables import OUTPUTS, columns
+from spark_jobs.io.tables import columns
+from spark_jobs.jobs import key_metrics
 from spark_jobs.runtime.durations import spark_interval
 
 SINK = "append"
@@ -41,7 +42,8 @@ def to_events(df: Any) -> dict[str, Any]:
 def emit_alerts(rows: list[dict]) -> Iterator[Any]:
     from spark_jobs.jobs.pandas_io import emit
 
-    yield from emit(rows, columns("fraud_alerts"), TS_COLUMNS)
+    for df in emit(rows, columns("fraud_alerts"), TS_COLUMNS):
+        yield key_metrics.with_null_metrics(df)
 
 
 def make_update(gap_ms: int, threshold: int):
@@ -66,12 +68,18 @@ def make_update(gap_ms: int, threshold: int):
         if st is not None and deadline is not None and deadline < wm:
             st, deadline = None, None  # the run is over: any later failure would reset it
         timeouts = [d for d in (deadline, min((h[0] for h in held), default=None)) if d]
+        had = state.exists
         if st is None and not held:
             state.remove()
         else:
             state.update((codec.encode((st.to_tuple() if st else None, held)),))
             state.setTimeoutTimestamp(max(min(timeouts), wm + 1))
         yield from emit_alerts(rows)
+        gone = had and st is None and not held
+        timed_out = gone and not new and not due  # only the clock moved: the run expired
+        yield key_metrics.frame("fraud_alerts", int(not gone) - int(had),
+                                int(not gone and bool(new or due)), int(gone and not timed_out),
+                                int(timed_out))  # fmt: skip
 
     return update_failures
 
@@ -85,17 +93,22 @@ def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
         from spark_jobs.state import fraud_bulk
 
         update = keyed.make_ordered_update(
-            fraud_bulk.ordered_step(gap_ms, threshold), to_events, emit_alerts
+            "fraud_alerts", fraud_bulk.ordered_step(gap_ms, threshold), to_events, emit_alerts
         )
         return keyed.bucketed(
-            stream, "user_id", INPUT_COLUMNS, spec, update, OUTPUTS["fraud_alerts"]
+            stream,
+            "user_id",
+            INPUT_COLUMNS,
+            spec,
+            update,
+            key_metrics.output_schema("fraud_alerts"),
         )
     return (
         stream.select(*INPUT_COLUMNS)
         .groupBy("user_id")
         .applyInPandasWithState(
             make_update(gap_ms, threshold),
-            OUTPUTS["fraud_alerts"],
+            key_metrics.output_schema("fraud_alerts"),
             STATE_SCHEMA,
             "append",
             "EventTimeTimeout",

@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from spark_jobs.errors import UserError
-from spark_jobs.io.tables import OUTPUTS, columns
+from spark_jobs.io.tables import columns
+from spark_jobs.jobs import key_metrics
 
 BUCKET = "_bucket"
 DEFAULT_BUCKETS = 256
@@ -131,7 +132,12 @@ def make_sessions_update(gap_ms: int, max_pages: int):
         )
         _save(state, still.key_count(), still.encode() if timeout is not None else b"", timeout)
         if len(closed):
-            yield sessions_frame(bulk.output_columns(closed))
+            yield key_metrics.with_null_metrics(sessions_frame(bulk.output_columns(closed)))
+        before, after = set(prev.key.tolist()), set(still.key.tolist())
+        touched = (set(events.key.tolist()) | set(closed.key.tolist())) & after
+        # sessions never drop a user by logic: a user leaves when its last session closes
+        yield key_metrics.frame("sessions", len(after) - len(before), len(touched), 0,
+                                len(before - after))  # fmt: skip
 
     return update_session_bucket
 
@@ -162,17 +168,19 @@ def batched_sessions(stream: Any, spec: Any, gap_ms: int, max_pages: int) -> Any
         F.when(pv, F.col("page")).alias("page"), "duration_sec",
     ]  # fmt: skip
     return bucketed(
-        stream, "user_id", cols, spec, make_sessions_update(gap_ms, max_pages), OUTPUTS["sessions"]
-    )
+        stream, "user_id", cols, spec, make_sessions_update(gap_ms, max_pages),
+        key_metrics.output_schema("sessions"),
+    )  # fmt: skip
 
 
 # -- ordered mode: events held until the watermark passes them (spark_jobs.state.ordered) ------
-def make_ordered_update(step: Any, to_events: Any, emit: Any) -> Any:
+def make_ordered_update(job: str, step: Any, to_events: Any, emit: Any) -> Any:
     """The bucket function for a job whose logic must see events in event-time order.
 
     ``step`` is the job's :class:`spark_jobs.state.ordered.Step`; ``to_events(frame)`` turns a
     pandas frame of input rows into columns ``key``, ``t`` (epoch ms), ``eid`` and the payload;
-    ``emit(rows)`` yields the output frames.
+    ``emit(rows)`` yields the output frames. Each call also yields its metric row
+    (:mod:`spark_jobs.jobs.key_metrics`).
     """
 
     def update_ordered_bucket(key: tuple, pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
@@ -185,7 +193,7 @@ def make_ordered_update(step: Any, to_events: Any, emit: Any) -> Any:
             df = concat(pdfs)
             if df is not None:
                 new = to_events(df)
-        rows, cols, keys, timeout, _counts = ordered.bucket_step(
+        rows, cols, keys, timeout, c = ordered.bucket_step(
             step, prev, new, state.getCurrentWatermarkMs()
         )
         if cols is None:
@@ -194,6 +202,8 @@ def make_ordered_update(step: Any, to_events: Any, emit: Any) -> Any:
             state.update((int(keys), columnar.encode(cols, keys)))
             if timeout is not None:
                 state.setTimeoutTimestamp(int(timeout))
-        yield from emit(rows)
+        for df in emit(rows):
+            yield key_metrics.with_null_metrics(df)
+        yield key_metrics.frame(job, c.after - c.before, c.updated, c.removed, c.expired)
 
     return update_ordered_bucket

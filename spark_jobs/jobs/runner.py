@@ -15,7 +15,7 @@ from typing import Any
 from spark_jobs.errors import JobFailed, UserError
 from spark_jobs.io import events as ev
 from spark_jobs.io import sinks, sources, tables
-from spark_jobs.jobs import job_module
+from spark_jobs.jobs import job_module, key_metrics
 from spark_jobs.runtime import binding, paths, progress
 from spark_jobs.runtime.lock import JobLock
 from spark_jobs.runtime.spec import JobSpec
@@ -133,6 +133,8 @@ def run_job(
                 b = ev.bad_records(parsed, spec.name, kind)
                 bad = b if bad is None else bad.unionByName(b)
             out = module.build(spark, spec, good)
+            if key_metrics.COLUMN in out.columns:
+                out = key_metrics.data_rows(out)
             trig = _trigger(spec)
             queries.append(
                 sinks.start_append(

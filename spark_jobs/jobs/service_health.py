@@ -16,7 +16,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from spark_jobs.errors import UserError
-from spark_jobs.io.tables import OUTPUTS, columns
+from spark_jobs.io.tables import columns
+from spark_jobs.jobs import key_metrics
 from spark_jobs.runtime import paths
 from spark_jobs.runtime.durations import spark_interval
 
@@ -84,28 +85,34 @@ def make_processor(stale_ms: int, mode: str):
         ) -> Iterator[Any]:
             if not processing:
                 alerts = self._advance(key[0], [], timerValues.getCurrentWatermarkInMs())
-                yield from emit(alerts, cols, TS_COLUMNS)
-                return
-            when = timerValues.getCurrentProcessingTimeInMs()
-            alerts, new = logic.on_timer(key[0], self._get(), when)
-            if new is not None:
-                self.health.update((new.last_seen, new.status))
-            yield from emit(alerts, cols, TS_COLUMNS)
+            else:
+                when = timerValues.getCurrentProcessingTimeInMs()
+                alerts, new = logic.on_timer(key[0], self._get(), when)
+                if new is not None:
+                    self.health.update((new.last_seen, new.status))
+            yield from self._out(alerts, held_before=True, updated=bool(alerts))
+
+        def _out(self, alerts: list[dict], held_before: bool, updated: bool) -> Iterator[Any]:
+            """Alert frames, then the call's metric row: a service, once seen, stays in state
+            (its status is what the next log is judged against), so keys only ever join."""
+            for df in emit(alerts, cols, TS_COLUMNS):
+                yield key_metrics.with_null_metrics(df)
+            yield key_metrics.frame("service_health", int(not held_before), int(updated), 0, 0)
 
         def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
             df = concat(rows)
             if df is None:
                 return
             times = to_ms(df["event_time"]).tolist()
+            had = self.health.exists() or self.held.exists()
             if not processing:
                 alerts = self._advance(key[0], times, timerValues.getCurrentWatermarkInMs())
-                yield from emit(alerts, cols, TS_COLUMNS)
-                return
-            now = timerValues.getCurrentProcessingTimeInMs()
-            alerts, new, timer = logic.on_logs(key[0], times, self._get(), stale_ms, now)
-            self.health.update((new.last_seen, new.status))
-            self._retime(timer)
-            yield from emit(alerts, cols, TS_COLUMNS)
+            else:
+                now = timerValues.getCurrentProcessingTimeInMs()
+                alerts, new, timer = logic.on_logs(key[0], times, self._get(), stale_ms, now)
+                self.health.update((new.last_seen, new.status))
+                self._retime(timer)
+            yield from self._out(alerts, held_before=had, updated=True)
 
         def handleInitialState(self, key: Any, initialState: Any, timerValues: Any) -> None:
             row = initialState.iloc[-1]
@@ -152,7 +159,7 @@ def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
         stream = stream.withWatermark("event_time", spark_interval(spec.watermark_seconds))
     return stream.groupBy("service").transformWithStateInPandas(
         statefulProcessor=make_processor(stale_ms, mode),
-        outputStructType=OUTPUTS["service_health"],
+        outputStructType=key_metrics.output_schema("service_health"),
         outputMode="Append",
         timeMode=mode,
         initialState=initial_state(spark, spec),

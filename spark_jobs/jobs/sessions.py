@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from spark_jobs.io.tables import OUTPUTS, columns
+from spark_jobs.io.tables import columns
+from spark_jobs.jobs import key_metrics
 from spark_jobs.runtime.durations import spark_interval
 
 SINK = "append"
@@ -47,12 +48,18 @@ def make_update(gap_ms: int, max_pages: int):
         rows, still, timeout = logic.update(
             user_id, events, prev, state.getCurrentWatermarkMs(), gap_ms, max_pages
         )
+        had = state.exists
         if still:
             state.update((codec.encode([s.to_tuple() for s in still]),))
             state.setTimeoutTimestamp(timeout)
         else:
             state.remove()
-        yield from emit(rows, columns("sessions"), TS_COLUMNS)
+        for df in emit(rows, columns("sessions"), TS_COLUMNS):
+            yield key_metrics.with_null_metrics(df)
+        # a user leaves the state only when its last session closes: expired, never removed
+        yield key_metrics.frame("sessions", int(bool(still)) - int(had),
+                                int(bool(still) and bool(events or rows)), 0,
+                                int(had and not still))  # fmt: skip
 
     return update_sessions
 
@@ -72,7 +79,7 @@ def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
         .groupBy("user_id")
         .applyInPandasWithState(
             make_update(gap_ms, max_pages),
-            OUTPUTS["sessions"],
+            key_metrics.output_schema("sessions"),
             STATE_SCHEMA,
             "append",
             "EventTimeTimeout",

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from spark_jobs.io.tables import OUTPUTS, columns
+from spark_jobs.io.tables import columns
+from spark_jobs.jobs import key_metrics
 from spark_jobs.runtime.durations import spark_interval
 
 SINK = "upsert"
@@ -27,7 +28,10 @@ def update_totals(key: tuple, pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
     )
     row, new = logic.update(key[0], events, prev)  # type: ignore[arg-type]
     state.update(new)
-    yield from emit([row], columns("user_counts"), ("last_event_time",))
+    for out in emit([row], columns("user_counts"), ("last_event_time",)):
+        yield key_metrics.with_null_metrics(out)
+    # totals are kept forever (no timeout): a call adds a user or updates one
+    yield key_metrics.frame("user_counts", int(prev is None), 1, 0, 0)
 
 
 def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
@@ -38,6 +42,10 @@ def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
         stream.select("user_id", "event_time", "event_type")
         .groupBy("user_id")
         .applyInPandasWithState(
-            update_totals, OUTPUTS["user_counts"], STATE_SCHEMA, "update", "NoTimeout"
+            update_totals,
+            key_metrics.output_schema("user_counts"),
+            STATE_SCHEMA,
+            "update",
+            "NoTimeout",
         )
     )
