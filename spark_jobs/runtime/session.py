@@ -42,6 +42,9 @@ def base_confs() -> dict[str, str]:
         # Every table Statekeeper creates keeps a change feed: quality checks read only new rows.
         "spark.databricks.delta.properties.defaults.enableChangeDataFeed": "true",
         "spark.sql.adaptive.enabled": "false",
+        # Python workers must connect back within this; the default 15 s fails runs on a
+        # loaded machine ("Python worker failed to connect back") for no fault of the job.
+        "spark.python.authenticate.socketTimeout": "120s",
     }
 
 

@@ -143,7 +143,8 @@ def run_all(plan: list[tuple[str, Path]], spark: Any = None) -> None:
     """Run every (job, root) at once, each to the end of its input (available-now)."""
     from spark_jobs.jobs.runner import run_job
 
-    with ThreadPoolExecutor(max_workers=len(plan)) as pool_:
+    # A few at a time: side by side they share the cores, all seven at once mostly queue.
+    with ThreadPoolExecutor(max_workers=min(4, len(plan))) as pool_:
         futures = [pool_.submit(run_job, spec_for(job, root), spark=spark) for job, root in plan]
         for f in futures:
             f.result()
