@@ -87,7 +87,7 @@ def api_server(home: Path, env: dict[str, str], timeout: float = 180.0) -> Itera
     log_path = home / "api-server.log"
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
-            [exe, "api-server", "--port", str(port)],
+            [exe, "api-server", "--host", "127.0.0.1", "--port", str(port)],
             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             cwd=str(paths.project_root()),
         )  # fmt: skip

@@ -53,13 +53,31 @@ def watermark(rec: dict[str, Any]) -> str | None:
     return wm if _iso_seconds(wm) is not None else None
 
 
-def watermark_delay_seconds(rec: dict[str, Any]) -> float | None:
-    """How far the watermark is behind the newest event time seen in this batch."""
-    et = rec.get("eventTime") or {}
-    newest, wm = _iso_seconds(et.get("max")), _iso_seconds(et.get("watermark"))
+def newest_event_seconds(rec: dict[str, Any]) -> float | None:
+    """The newest event time the batch read (a batch without data has none)."""
+    return _iso_seconds((rec.get("eventTime") or {}).get("max"))
+
+
+def watermark_delay_seconds(rec: dict[str, Any], newest_event: float | None = None) -> float | None:
+    """How far the watermark after this batch is behind the newest event seen so far
+    (``newest_event``, else this batch's own newest event)."""
+    wm = _iso_seconds((rec.get("eventTime") or {}).get("watermark"))
+    newest = newest_event if newest_event is not None else newest_event_seconds(rec)
     if newest is None or wm is None:
         return None
     return round(newest - wm, 3)
+
+
+def points(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One chart point per batch record (oldest first); the watermark delay is measured against
+    the newest event seen up to that batch, so batches without data still have one."""
+    out, newest = [], None
+    for rec in records:
+        t = newest_event_seconds(rec)
+        if t is not None:
+            newest = t if newest is None else max(newest, t)
+        out.append(point(rec, newest))
+    return out
 
 
 def source_lag(rec: dict[str, Any]) -> Any:
@@ -77,8 +95,8 @@ def source_lag(rec: dict[str, Any]) -> Any:
     return lag or None
 
 
-def point(rec: dict[str, Any]) -> dict[str, Any]:
-    """One chart point per batch record."""
+def point(rec: dict[str, Any], newest_event: float | None = None) -> dict[str, Any]:
+    """One batch record's chart point."""
     return {
         "t": record_time(rec),
         "batch": rec.get("batchId"),
@@ -88,7 +106,7 @@ def point(rec: dict[str, Any]) -> dict[str, Any]:
         "batch_duration_ms": batch_duration_ms(rec),
         "state_keys": state_keys(rec),
         "state_memory_bytes": state_memory_bytes(rec),
-        "watermark_delay_seconds": watermark_delay_seconds(rec),
+        "watermark_delay_seconds": watermark_delay_seconds(rec, newest_event),
         "dropped_by_watermark": dropped_by_watermark(rec),
     }
 

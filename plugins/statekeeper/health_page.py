@@ -100,7 +100,7 @@ def _page(title: str, base: str, body: str) -> str:
 HEAD = (
     "<tr><th class=job>Job</th><th>Status</th><th>Last batch</th><th>Input / processed</th>"
     "<th>Batch</th><th>State keys</th><th>State memory</th><th>Watermark delay</th>"
-    "<th>Dropped late</th><th>Quarantined</th><th>Checkpoint</th><th>Quality</th></tr>"
+    "<th>Dropped late</th><th>Quarantine</th><th>Checkpoint</th><th>Quality</th></tr>"
 )
 
 

@@ -241,7 +241,9 @@ def job_row(spec: JobSpec, now: float | None = None) -> dict[str, Any]:
         else None,
         "state_memory_bytes": bm.state_memory_bytes(last) if last else None,
         "watermark": _newest(tail.batches, bm.watermark),
-        "watermark_delay_seconds": _newest(tail.batches, bm.watermark_delay_seconds),
+        "watermark_delay_seconds": bm.points(tail.batches)[-1]["watermark_delay_seconds"]
+        if tail.batches
+        else None,
         "dropped_by_watermark": bm.dropped_by_watermark(last) if last else None,
         "dropped_by_watermark_recent": sum(d for d in dropped if d) if tail.batches else None,
         "recent_batches": len(tail.batches),
@@ -268,7 +270,7 @@ def series(
     """Chart points of the job's batches in a time range (or its ``last`` batches), downsampled
     to at most ``points``."""
     records = progress_tail.newest_records(spec.checkpoint, limit=last, since=since, until=until)
-    pts = [bm.point(r) for r in records]
+    pts = bm.points(records)
     return {
         "job": spec.name,
         "since": _iso(since),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,10 @@ def _spec(folder: Path, name: str, root: Path, mode: str = "catch-up") -> None:
         f"name: {name}\nmode: {mode}\ninputs: {{clickstream: {root}/landing}}\n"
         f"output: {root}/tables/{name}\ncheckpoint: {root}/checkpoints/{name}\nwatermark: 10 minutes\n"
     )
+
+
+def _seconds(iso: str) -> float:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
 def _log(root: Path, job: str) -> list[dict]:
@@ -65,6 +70,9 @@ def test_health_numbers_equal_the_log(client):
         assert row["state_memory_bytes"] == sum(op["memoryUsedBytes"] for op in ops)
         assert row["dropped_by_watermark"] == sum(op["numRowsDroppedByWatermark"] for op in ops)
         assert row["watermark"] == last["eventTime"]["watermark"]
+        newest = max(_seconds(r["eventTime"]["max"]) for r in _log(root, job)[-20:])
+        delay = newest - _seconds(last["eventTime"]["watermark"])
+        assert row["watermark_delay_seconds"] == pytest.approx(delay, abs=0.001)
     # user keys when the record counts them, else Spark's state rows (hash buckets)
     keyed, bucketed = _log(root, "keyed")[-1], _log(root, "bucketed")[-1]
     assert rows["keyed"]["state_keys"] == keyed["keys"]["total"] != 256
