@@ -7,9 +7,12 @@ request over many jobs with long histories costs a few small reads per job.
 
 from __future__ import annotations
 
+import bisect
+import json
 import os
 import time
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -72,6 +75,7 @@ def spec_of(job: str) -> JobSpec:
 class Tail:
     recent: list[dict[str, Any]]  # the newest records, idle ones included, oldest first
     batches: list[dict[str, Any]]  # the newest batch records, oldest first
+    facts: dict[str, Any] = field(default_factory=dict)  # the row's numbers (progress_facts)
 
 
 def read_tail(checkpoint: str) -> Tail:
@@ -84,7 +88,37 @@ def read_tail(checkpoint: str) -> Tail:
             batches.append(rec)
         if (len(recent) >= WINDOW and len(batches) >= WINDOW) or i >= MAX_SCAN:
             break
-    return Tail(recent[::-1], batches[::-1])
+    tail = Tail(recent[::-1], batches[::-1])
+    tail.facts = progress_facts(tail.batches)
+    return tail
+
+
+def progress_facts(batches: list[dict[str, Any]]) -> dict[str, Any]:
+    """The numbers of the last batch (and the watermark over the recent ones)."""
+    last = batches[-1] if batches else {}
+    last_t = progress_tail.record_time(last) if last else None
+    dropped = [bm.dropped_by_watermark(b) for b in batches]
+    pts = bm.points(batches)
+    return {
+        "last_batch_id": last.get("batchId"),
+        "last_batch_at": _iso(last_t),
+        "last_batch_time": last_t,
+        "input_rows": last.get("numInputRows"),
+        "input_rows_per_second": last.get("inputRowsPerSecond"),
+        "processed_rows_per_second": last.get("processedRowsPerSecond"),
+        "batch_duration_ms": pts[-1]["batch_duration_ms"] if pts else None,
+        "state_keys": pts[-1]["state_keys"] if pts else None,
+        "state_keys_counted": ("keys" if isinstance(last.get("keys"), dict) else "state_rows")
+        if last
+        else None,
+        "state_memory_bytes": pts[-1]["state_memory_bytes"] if pts else None,
+        "watermark": _newest(batches, bm.watermark),
+        "watermark_delay_seconds": pts[-1]["watermark_delay_seconds"] if pts else None,
+        "dropped_by_watermark": pts[-1]["dropped_by_watermark"] if pts else None,
+        "dropped_by_watermark_recent": sum(d for d in dropped if d) if batches else None,
+        "recent_batches": len(batches),
+        "lag": bm.source_lag(last) if last else None,
+    }
 
 
 def _tail(checkpoint: str) -> Tail:
@@ -117,14 +151,20 @@ def quarantine(spec: JobSpec) -> dict[str, Any]:
     """Rows quarantined over the quarantine query's last batches (of its latest run), and the
     rows those batches read: the rate of bad input lines."""
     ckpt = paths.join(spec.checkpoint, paths.STATEKEEPER_DIR, paths.QUARANTINE_CHECKPOINT)
-    batches = _tail(ckpt).batches
+    sig = (
+        _stat(paths.local_path(progress.progress_path(ckpt))),
+        _stat(paths.local_path(paths.join(spec.quarantine, "_delta_log"))),
+    )
+    return _memoised("quarantine", ckpt, sig, lambda: _quarantine(spec, ckpt))
+
+
+def _quarantine(spec: JobSpec, ckpt: str) -> dict[str, Any]:
+    batches = read_tail(ckpt).batches
     if batches:
         batches = [b for b in batches if b.get("runId") == batches[-1].get("runId")]
     if not batches:
         return {"quarantined": None, "quarantined_rows": None, "quarantine_input_rows": None}
-    table = spec.quarantine
-    log = paths.local_path(paths.join(table, "_delta_log"))
-    per_epoch = _memoised("quarantine", table, _stat(log), lambda: _rows_per_epoch(table))
+    per_epoch = _rows_per_epoch(spec.quarantine)
     qid = batches[-1].get("id")
     rows = sum(per_epoch.get((qid, int(b.get("batchId", -1))), 0) for b in batches)
     read = sum(int(b.get("numInputRows") or 0) for b in batches)
@@ -218,9 +258,8 @@ def job_row(spec: JobSpec, now: float | None = None) -> dict[str, Any]:
     now = time.time() if now is None else now
     tail = _tail(spec.checkpoint)
     st, reason, warnings = status(spec, tail, now)
-    last = tail.batches[-1] if tail.batches else {}
-    last_t = progress_tail.record_time(last) if last else None
-    dropped = [bm.dropped_by_watermark(b) for b in tail.batches]
+    facts = dict(tail.facts)
+    last_t = facts.pop("last_batch_time")
     row: dict[str, Any] = {
         "job": spec.name,
         "mode": spec.mode,
@@ -228,26 +267,8 @@ def job_row(spec: JobSpec, now: float | None = None) -> dict[str, Any]:
         "status": st,
         "reason": reason,
         "warnings": warnings,
-        "last_batch_id": last.get("batchId"),
-        "last_batch_at": _iso(last_t),
         "seconds_since_last_batch": round(now - last_t, 1) if last_t else None,
-        "input_rows": last.get("numInputRows"),
-        "input_rows_per_second": last.get("inputRowsPerSecond"),
-        "processed_rows_per_second": last.get("processedRowsPerSecond"),
-        "batch_duration_ms": bm.batch_duration_ms(last) if last else None,
-        "state_keys": bm.state_keys(last) if last else None,
-        "state_keys_counted": ("keys" if isinstance(last.get("keys"), dict) else "state_rows")
-        if last
-        else None,
-        "state_memory_bytes": bm.state_memory_bytes(last) if last else None,
-        "watermark": _newest(tail.batches, bm.watermark),
-        "watermark_delay_seconds": bm.points(tail.batches)[-1]["watermark_delay_seconds"]
-        if tail.batches
-        else None,
-        "dropped_by_watermark": bm.dropped_by_watermark(last) if last else None,
-        "dropped_by_watermark_recent": sum(d for d in dropped if d) if tail.batches else None,
-        "recent_batches": len(tail.batches),
-        "lag": bm.source_lag(last) if last else None,
+        **facts,
     }
     row.update(quarantine(spec))
     row.update(checkpoint_verdict(spec, now))
@@ -260,6 +281,51 @@ def health(now: float | None = None) -> list[dict[str, Any]]:
     return [job_row(s, now) for s in specs()]
 
 
+@dataclass
+class _History:
+    ino: int
+    size: int = 0  # bytes parsed so far (whole lines only)
+    newest_event: float | None = None
+    points: list[dict[str, Any]] = field(default_factory=list)
+
+
+HISTORIES = 8  # logs whose parsed history is kept (about 1 MB per 1,000 batches)
+_histories: OrderedDict[Path, _History] = OrderedDict()
+
+
+def history_points(log: Path) -> list[dict[str, Any]]:
+    """Chart points of every batch of a local progress log, oldest first. Parsed once, then only
+    the lines appended since are read; a log rewritten or replaced is read again."""
+    try:
+        st = os.stat(log)
+    except FileNotFoundError:
+        return []
+    h = _histories.pop(log, None)
+    if h is None or h.ino != st.st_ino or st.st_size < h.size:
+        h = _History(st.st_ino)
+    if st.st_size > h.size:
+        with open(log, "rb") as fh:
+            fh.seek(h.size)
+            data = fh.read(st.st_size - h.size)
+        end = data.rfind(b"\n") + 1  # a line still being written waits for the next read
+        for line in data[:end].split(b"\n"):
+            try:
+                rec = json.loads(line) if line.strip() else None
+            except ValueError:
+                continue
+            if not isinstance(rec, dict) or progress.is_idle(rec):
+                continue
+            t = bm.newest_event_seconds(rec)
+            if t is not None:
+                h.newest_event = t if h.newest_event is None else max(h.newest_event, t)
+            h.points.append(bm.point(rec, h.newest_event))
+        h.size += end
+    _histories[log] = h
+    while len(_histories) > HISTORIES:
+        _histories.popitem(last=False)
+    return h.points
+
+
 def series(
     spec: JobSpec,
     since: float | None = None,
@@ -269,8 +335,18 @@ def series(
 ) -> dict[str, Any]:
     """Chart points of the job's batches in a time range (or its ``last`` batches), downsampled
     to at most ``points``."""
-    records = progress_tail.newest_records(spec.checkpoint, limit=last, since=since, until=until)
-    pts = bm.points(records)
+    local = paths.local_path(progress.progress_path(spec.checkpoint))
+    if last is not None or local is None:  # the newest batches: read back from the end
+        records = progress_tail.newest_records(
+            spec.checkpoint, limit=last, since=since, until=until
+        )
+        pts = bm.points(records)
+    else:  # a time range: from the job's cached history, extended by what was appended since
+        pts = history_points(local)
+        times = [p["t"] or 0.0 for p in pts]
+        lo = bisect.bisect_left(times, since) if since is not None else 0
+        hi = bisect.bisect_right(times, until) if until is not None else len(pts)
+        pts = pts[lo:hi]
     return {
         "job": spec.name,
         "since": _iso(since),

@@ -107,11 +107,18 @@ def test_series_downsamples_long_histories(client):
     assert max(p["batch_duration_ms"] for p in data["points"]) == max(
         r["durationMs"]["triggerExecution"] for r in log
     )
+    # appended batches are read on the next request, the cached history kept
+    logfile = root / "checkpoints" / "keyed" / "_statekeeper" / "progress.jsonl"
+    extra = [dict(log[-1], batchId=2000 + i, timestamp=log[-1]["timestamp"]) for i in range(3)]
+    with open(logfile, "a") as fh:
+        fh.write("".join(json.dumps(r) + "\n" for r in extra))
+    grown = http.get("/api/jobs/keyed/series", params={"range": "all", "points": 2000}).json()
+    assert grown["batches"] == 2003 and grown["points"][-1]["batch"] == 2002
     recent = http.get("/api/jobs/keyed/series").json()  # default: the last 100 batches
-    assert recent["batches"] == 100 and recent["points"][0]["batch"] == 1900
+    assert recent["batches"] == 100 and recent["points"][0]["batch"] == 1903
     page = http.get("/jobs/keyed", params={"range": "all"})
     assert page.status_code == 200 and page.text.count("<figure class=chart") == 6
-    assert "2,000 batches in range" in page.text
+    assert "2,003 batches in range" in page.text
 
 
 def test_tail_reader_equals_forward_read(tmp_path):
