@@ -56,6 +56,15 @@ def percent(v: float | None) -> str:
     return "–" if v is None else f"{v * 100:.2f} %"
 
 
+def lag_text(lag: Any) -> str:
+    """A source's lag as the record carries it: a number, or per source."""
+    if isinstance(lag, dict):
+        return ", ".join(
+            f"{k}: {v:,}" if isinstance(v, int) else f"{k}: {v}" for k, v in lag.items()
+        )
+    return f"{lag:,}" if isinstance(lag, int) else str(lag)
+
+
 def when(iso: str | None, now: float) -> str:
     if not iso:
         return "–"
@@ -116,7 +125,11 @@ def overview_row(row: dict[str, Any], base: str, now: float) -> str:
         )
     rates = f"{rate(row['input_rows_per_second'])} / {rate(row['processed_rows_per_second'])}"
     lag = row.get("lag")
-    lag_html = f"<div class=sub>lag {escape(str(lag))}</div>" if lag is not None else ""
+    lag_html = (
+        f"<div class=sub data-field=lag>lag {escape(lag_text(lag))}</div>"
+        if lag is not None
+        else ""
+    )
     keys_note = " (state rows)" if row.get("state_keys_counted") == "state_rows" else ""
     quarantine = percent(row["quarantined"])
     if row.get("quarantined_rows") is not None:

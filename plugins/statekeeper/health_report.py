@@ -28,23 +28,29 @@ from statekeeper.health import Thresholds, assess
 WINDOW = 20  # recent batches the status, the dropped rows and the quarantine rate look at
 MAX_SCAN = 2000  # lines read back at most to find them (a long idle stretch logs idle lines)
 CHECKPOINT_TTL = 60.0  # seconds a checkpoint verdict is reused while its folders are unchanged
-STATUSES = ("running", "idle", "stalled", "dead", "never_run")
 
 _memo: dict[tuple[str, str], tuple[Any, Any]] = {}
 
 
+REMOTE = None  # the signature of a file on an object store: never memoised
+
+
 def _stat(path: Path | None) -> tuple[int, int] | None:
+    """(mtime, size) of a local file, (0, -1) when it does not exist, REMOTE for a URL."""
     if path is None:
-        return None
+        return REMOTE
     try:
         st = os.stat(path)
     except OSError:
-        return None
+        return 0, -1
     return st.st_mtime_ns, st.st_size
 
 
 def _memoised(kind: str, key: str, signature: Any, compute) -> Any:
-    """``compute()`` again only when the files' ``signature`` changed."""
+    """``compute()`` again only when the files' ``signature`` changed (always for remote files,
+    whose stat costs a request)."""
+    if signature is REMOTE or (isinstance(signature, tuple) and REMOTE in signature):
+        return compute()
     hit = _memo.get((kind, key))
     if hit is not None and hit[0] == signature:
         return hit[1]
@@ -195,7 +201,7 @@ def checkpoint_verdict(spec: JobSpec, now: float) -> dict[str, Any]:
     if local is None:
         return {"checkpoint_verdict": None, "checkpoint_findings": []}
     sig = (
-        tuple(_stat(local / d) for d in ("", "offsets", "commits", "state")),
+        *(_stat(local / d) for d in ("", "offsets", "commits", "state")),
         int(now // CHECKPOINT_TTL),  # snapshot age findings change with time alone
     )
 

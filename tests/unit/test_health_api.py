@@ -155,3 +155,15 @@ def test_last_quality_verdict_from_results_table(tmp_path):
     got = _last_quality(str(table))
     assert got["quality_verdict"] == "fail"
     assert got["quality_checks"] == 3 and got["quality_failed"] == 2
+
+
+def test_source_lag_shown_only_when_a_record_carries_it(client):
+    http, root = client
+    last = _log(root, "bucketed")[-1]
+    logfile = root / "checkpoints" / "bucketed" / "_statekeeper" / "progress.jsonl"
+    with open(logfile, "a") as fh:
+        fh.write(json.dumps(dict(last, batchId=last["batchId"] + 1, lag={"kafka": 1200})) + "\n")
+    rows = {r["job"]: r for r in http.get("/api/health").json()}
+    assert rows["bucketed"]["lag"] == {"kafka": 1200} and rows["keyed"]["lag"] is None
+    page = http.get("/").text
+    assert page.count("data-field=lag") == 1 and "lag kafka: 1,200" in page
