@@ -5,8 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from spark_jobs.runtime import paths
@@ -54,3 +60,70 @@ def migrate(h: Path) -> None:
     proc = airflow(h, "db", "migrate", capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"statekeeper: airflow db migrate failed: {proc.stderr.strip().splitlines()[-1:]}")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def simple_auth_env(home: Path, user: str, password: str) -> dict[str, str]:
+    """Settings for the simple auth manager with one admin ``user`` and a known password."""
+    passwords = home / "passwords.json"
+    passwords.write_text(json.dumps({user: password}))  # the simple auth manager keeps it
+    return {
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{user}:admin",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
+    }
+
+
+@contextmanager
+def api_server(home: Path, env: dict[str, str], timeout: float = 180.0) -> Iterator[str]:
+    """A real ``airflow api-server`` on 127.0.0.1 and a free port; yields its base URL. Stopped,
+    with every process it started, on exit. The metadata DB must be migrated first."""
+    exe = str(Path(sys.executable).parent / "airflow")
+    port = free_port()
+    log_path = home / "api-server.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            [exe, "api-server", "--host", "127.0.0.1", "--port", str(port)],
+            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=str(paths.project_root()),
+        )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + timeout  # generous: the machine is shared
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"api-server exited: {log_path.read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{base}/api/v2/monitor/health", timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.time() > deadline:
+                raise RuntimeError(f"api-server not healthy after {timeout:.0f} s")
+            time.sleep(1)
+        yield base
+    finally:  # the server and every process it started go, whatever the caller did
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def token(base: str, user: str, password: str) -> str:
+    """A JWT from the simple auth manager's ``POST /auth/token``."""
+    req = urllib.request.Request(
+        f"{base}/auth/token",
+        data=json.dumps({"username": user, "password": password}).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return str(json.loads(r.read())["access_token"])

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 
 def _log_dir(table: str) -> Path | None:
@@ -37,3 +39,36 @@ def commit_infos(table: str) -> list[dict[str, Any]]:
                 info["version"] = int(p.stem)
                 out.append(info)
     return out
+
+
+def newest_versions(table: str, n: int) -> list[tuple[int, list[dict[str, Any]]]]:
+    """The actions of the newest ``n`` commits still in the log, newest first."""
+    log = _log_dir(table)
+    if log is None or not log.is_dir():
+        return []
+    versions = sorted(
+        (
+            int(e.name[:-5])
+            for e in os.scandir(log)
+            if e.name.endswith(".json") and e.name[:-5].isdigit()
+        ),
+        reverse=True,
+    )[:n]
+    out = []
+    for v in versions:
+        try:
+            text = (log / f"{v:020d}.json").read_text()
+        except FileNotFoundError:
+            continue  # removed by log cleanup between the listing and the read
+        out.append((v, [json.loads(line) for line in text.splitlines() if line.strip()]))
+    return out
+
+
+def added_files(table: str, actions: list[dict[str, Any]]) -> list[str]:
+    """Local paths of the data files a commit added."""
+    root = Path(table.removeprefix("file://"))
+    return [
+        str(root / unquote(a["add"]["path"]))
+        for a in actions
+        if "add" in a and "://" not in a["add"]["path"]
+    ]
