@@ -24,6 +24,21 @@ from spark_jobs.runtime import paths
 IDLE = "idle"
 IDLE_LOG_EVERY = 60.0  # seconds; well below the supervisor's stalled limit (5 minutes)
 
+# Key-level metrics of a batch, left by the batch writer (driver side) for the listener, which
+# adds them to that batch's record as top-level "keys": (query name, batch id) -> counts.
+_KEYS: dict[tuple[str, int], dict[str, int]] = {}
+_KEYS_LOCK = threading.Lock()
+
+
+def put_keys(name: str, batch_id: int, counts: dict[str, int]) -> None:
+    with _KEYS_LOCK:
+        _KEYS[(name, int(batch_id))] = dict(counts)
+
+
+def pop_keys(name: str, batch_id: int) -> dict[str, int] | None:
+    with _KEYS_LOCK:
+        return _KEYS.pop((name, int(batch_id)), None)
+
 
 def progress_path(checkpoint: str) -> str:
     return paths.join(checkpoint, paths.STATEKEEPER_DIR, paths.PROGRESS_FILE)
@@ -60,14 +75,15 @@ def iter_progress(checkpoint: str) -> Iterator[dict[str, Any]]:
     if local is not None:
         if not local.exists():
             return
-        text = local.read_text(encoding="utf-8")
+        # A bad byte (a torn write, a hand edit) spoils its line, not the whole log.
+        text = local.read_bytes().decode("utf-8", errors="replace")
     else:
         import fsspec
 
         fs, p = fsspec.core.url_to_fs(target)
         if not fs.exists(p):
             return
-        text = fs.cat_file(p).decode()
+        text = fs.cat_file(p).decode("utf-8", errors="replace")
     for line in text.splitlines():
         line = line.strip()
         if line:
@@ -98,6 +114,9 @@ def make_listener(job: str, targets: dict[str, str]):  # -> StreamingQueryListen
             if checkpoint is None:
                 return
             progress["statekeeper"] = {"job": job, "logged_at": time.time()}
+            keys = pop_keys(progress.get("name") or "", int(progress.get("batchId", -1)))
+            if keys is not None:
+                progress["keys"] = keys
             with lock:
                 append_line(progress_path(checkpoint), progress)
 

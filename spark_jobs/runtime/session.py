@@ -42,6 +42,8 @@ def base_confs() -> dict[str, str]:
         # Every table Statekeeper creates keeps a change feed: quality checks read only new rows.
         "spark.databricks.delta.properties.defaults.enableChangeDataFeed": "true",
         "spark.sql.adaptive.enabled": "false",
+        # Not INT96 (nanoseconds): delta-rs, Polars and DuckDB read microsecond timestamps only.
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     }
 
 
