@@ -249,8 +249,11 @@ def parse_lines(
     parsed = lines.where(F.trim(value) != "").select(
         value,
         F.col("source_file"),
+        # A huge line is not parsed at all: its reason needs only its length.
         F.from_json(
-            value, native_schema(kind), {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
+            F.when(F.octet_length(value) <= MAX_LINE_BYTES, value),
+            native_schema(kind),
+            {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT},
         ).alias("_j"),
     )
     reason = F.when(_certainly_good(j, value, kind, max_future), F.lit(None)).otherwise(
