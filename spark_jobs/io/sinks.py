@@ -27,6 +27,9 @@ QUARANTINE_COL = "_quarantine"
 KEYS_COL = "_keys"
 KEY_FIELDS = ("total", "updated", "removed", "expired", "emitted")
 KEYS_TYPE = "struct<" + ",".join(f"{k}:bigint" for k in KEY_FIELDS) + ">"
+# The output branch and the quarantine branch of the combined plan each scan every source once:
+# Spark's progress sums both scans' rows, so its input counts are divided by this.
+SCANS_PER_SOURCE = 2
 _COMMIT = re.compile(r"^(\d{20})\.json$")
 
 

@@ -114,7 +114,9 @@ def run_job(
         qname = f"{spec.name}"
         # Version at start, read from the log's file names: the summary reads only new commits.
         before = {uri: sinks.delta_version(uri) for uri in (spec.output, spec.quarantine)}
-        listener = progress.make_listener(spec.name, {qname: spec.checkpoint})
+        listener = progress.make_listener(
+            spec.name, {qname: spec.checkpoint}, scans=sinks.SCANS_PER_SOURCE
+        )
         spark.streams.addListener(listener)
         queries: list[Any] = []
         try:
