@@ -81,12 +81,14 @@ def parse(spark: Any, work: Path, events: int, rounds: int) -> dict[str, Any]:
     from spark_jobs.io import events as ev
 
     data = suite.dataset(work, "clickstream", events, max(events // 10, 1), calls=1)
-    files = str(data / "*.json*")
+    files = str(data)
     schema = f"{ev.spark_schema('clickstream')}, _corrupt string"
 
     def ours() -> None:
-        lines = spark.read.text(files).select(
-            "value", F.col("_metadata.file_path").alias("source_file")
+        lines = (
+            spark.read.option("pathGlobFilter", "*.json*")
+            .text(files)
+            .select("value", F.col("_metadata.file_path").alias("source_file"))
         )
         # As the runner's plan does it: the good and the bad branch each scan and parse.
         parsed = ev.parse_lines(lines, "clickstream")
@@ -94,7 +96,8 @@ def parse(spark: Any, work: Path, events: int, rounds: int) -> dict[str, Any]:
         ev.bad_records(parsed, "job", "clickstream").write.format("noop").mode("overwrite").save()
 
     def native() -> None:
-        (spark.read.schema(schema).option("columnNameOfCorruptRecord", "_corrupt").json(files)
+        (spark.read.schema(schema).option("columnNameOfCorruptRecord", "_corrupt")
+         .option("pathGlobFilter", "*.json*").json(files)
          .write.format("noop").mode("overwrite").save())  # fmt: skip
 
     native()  # warm-up: the file listing and the JIT, for both

@@ -214,21 +214,23 @@ def _time_reason(j: Column, kind: str, max_future: Column, max_future_seconds: f
     return expr
 
 
-def _slow_reason(j: Column, value: Column, kind: str, max_future_seconds: float) -> Column:
-    """The exact reason of a line that is not certainly good (NULL: it is good after all)."""
+def _slow_reason(
+    j: Column, v: Column, value: Column, kind: str, max_future_seconds: float
+) -> Column:
+    """The exact reason of a line that is not certainly good (NULL: it is good after all);
+    ``v`` is the line parsed to a VARIANT."""
     from pyspark.sql import functions as F
 
     max_future = F.current_timestamp() + F.make_dt_interval(secs=F.lit(max_future_seconds))
-    # transform() over a one-element array parses the line to a VARIANT once per line, not once
-    # per field check.
-    exact = F.transform(F.array(F.try_parse_json(value)), lambda v: _reason(v, kind))[0]
     return (
         F.when(
             F.octet_length(value) > MAX_LINE_BYTES,
             F.lit(f"line longer than {MAX_LINE_BYTES} bytes (first {RAW_KEPT} characters kept)"),
         )
         .when(~F.is_valid_utf8(value), F.lit("line is not valid UTF-8"))
-        .otherwise(F.coalesce(exact, _time_reason(j, kind, max_future, max_future_seconds)))
+        .otherwise(
+            F.coalesce(_reason(v, kind), _time_reason(j, kind, max_future, max_future_seconds))
+        )
     )
 
 
@@ -240,13 +242,17 @@ def parse_lines(
 
     "The clock" of ``max_future`` is ``current_timestamp()``: in a streaming query, the batch's
     timestamp kept in the offset log, so a replayed batch judges its lines the same way.
+
+    Four projections, kept apart on purpose (Spark does not merge a projection into one that
+    uses its expensive columns more than once): the native parse; the typed fields and the
+    "certainly good" flag (all whole-stage code generated); the VARIANT, computed only for the
+    lines not certainly good; the reason, read from the VARIANT only for those lines.
     """
     from pyspark.sql import functions as F
 
-    value = F.col("value")
+    value, j, fast = F.col("value"), F.col("_j"), F.col("_fast")
     max_future = F.current_timestamp() + F.make_dt_interval(secs=F.lit(max_future_seconds))
-    j = F.col("_j")
-    parsed = lines.where(F.trim(value) != "").select(
+    native = lines.where(F.trim(value) != "").select(
         value,
         F.col("source_file"),
         # A huge line is not parsed at all: its reason needs only its length.
@@ -256,9 +262,6 @@ def parse_lines(
             {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT},
         ).alias("_j"),
     )
-    reason = F.when(_certainly_good(j, value, kind, max_future), F.lit(None)).otherwise(
-        _slow_reason(j, value, kind, max_future_seconds)
-    )
     typed = []
     for f in fields(kind):
         c = j[f.name]
@@ -267,11 +270,19 @@ def parse_lines(
         elif f.type == "num":
             c = c.cast(f.spark_type)
         typed.append(c.alias(f.name))
+    names = [f.name for f in fields(kind)]
+    checked = native.select(
+        *typed, value, "source_file", j, _certainly_good(j, value, kind, max_future).alias("_fast")
+    )
+    variant = checked.select("*", F.when(~fast, F.try_parse_json(value)).alias("_v"))
+    reason = F.when(fast, F.lit(None)).otherwise(
+        _slow_reason(j, F.col("_v"), value, kind, max_future_seconds)
+    )
     raw = F.when(F.octet_length(value) > MAX_LINE_BYTES, F.left(value, F.lit(RAW_KEPT))).otherwise(
         value
     )
-    return parsed.select(
-        *typed,
+    return variant.select(
+        *names,
         reason.cast("string").alias("_reason"),
         F.make_valid_utf8(raw).alias("_raw"),
         F.col("source_file").alias("_source_file"),

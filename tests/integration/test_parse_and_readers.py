@@ -34,7 +34,7 @@ def parquet_timestamp_types(table: Path) -> set[str]:
         schema = pq.ParquetFile(f).schema
         for i in range(len(schema)):
             col = schema.column(i)
-            if col.physical_type == "INT96" or "TIMESTAMP" in str(col.logical_type):
+            if col.physical_type == "INT96" or "TIMESTAMP" in str(col.logical_type).upper():
                 found.add(col.physical_type)
     return found
 
