@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-BENCHES = ("throughput", "executors", "catchup", "stores")
+BENCHES = ("throughput", "executors", "catchup", "stores", "parse", "e2e")
 HELPERS = {
     "checkpoints": "bench.bench_checkpoints",
     "quality": "bench.bench_quality",
@@ -23,12 +23,14 @@ FULL = {
     "exec_events": 100_000, "exec_keys": 10_000,
     "catchup_events": 10_000_000, "catchup_keys": 100_000, "catchup_calls": 10, "catchup_files_per_batch": 2,
     "store_events": 1_000_000, "store_keys": 100_000, "store_files": 10,
+    "parse_events": 1_000_000, "e2e_events": 1_000_000, "e2e_keys": 100_000,
 }  # fmt: skip
 SMOKE = {
     "events": 20_000, "key_sweep": [2_000],
     "exec_events": 4_000, "exec_keys": 400,
     "catchup_events": 40_000, "catchup_keys": 2_000, "catchup_calls": 2, "catchup_files_per_batch": 1,
     "store_events": 10_000, "store_keys": 1_000, "store_files": 3,
+    "parse_events": 20_000, "e2e_events": 20_000, "e2e_keys": 2_000,
 }  # fmt: skip
 
 
@@ -66,6 +68,18 @@ def table(results: dict[str, Any]) -> str:
             f"(JVM {c['peak_rss']['jvm'] / mib:,.0f} + Python {c['peak_rss']['python_workers'] / mib:,.0f}), "
             f"state at end {c['state_keys_end']:,} users / {c['state_rows_buckets']} buckets, bounded: {c['state_bounded']}"
         )
+    if "parse" in results:
+        r = results["parse"]
+        lines.append(
+            f"parse {r['events']:,} lines: ours {r['ours_seconds']} s, Spark's JSON reader {r['native_seconds']} s, "
+            f"ratio {r['ratio_vs_native']:.2f}x (target <= 1.5x)"
+        )
+    for r in results.get("e2e", []):
+        lines.append(
+            f"process {r['job']:<13}{r['events']:>10,} events {r['keys']:>8,} users: run {r['run_seconds']} s "
+            f"({r['run_events_per_s']:,} ev/s), built-in {r['builtin_seconds']} s ({r['builtin_events_per_s']:,} ev/s), "
+            f"vs built-in {r['ratio_vs_builtin']:.2f}x"
+        )
     for s in results.get("stores", []):
         lines.append(
             f"store {s['store']:<18} batch {s['batch_ms_median']} ms, commit {s['commit_ms_median']} ms, checkpoint {s['checkpoint_bytes_per_batch']:,} B/batch"
@@ -92,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
         help="interleaved rounds per throughput contender, median kept (default 2, smoke 1)",
     )
     parser.add_argument(
+        "--e2e-jobs", default="sessions,fraud_alerts", help="jobs timed as whole processes (e2e)"
+    )
+    parser.add_argument(
         "--work", default=None, help="where data and runs go (default .data/bench[-smoke])"
     )
     args = parser.parse_args(argv)
@@ -107,9 +124,10 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     p = dict(SMOKE if args.smoke else FULL)
     if args.events:
-        p["events"] = args.events
+        p["events"] = p["parse_events"] = p["e2e_events"] = args.events
     if args.keys:
         p["key_sweep"] = [int(k) for k in args.keys.split(",")]
+        p["e2e_keys"] = p["key_sweep"][-1]
     wanted = [args.only] if args.only else [*BENCHES, *HELPERS]
     results: dict[str, Any] = {
         "smoke": args.smoke,
@@ -117,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         "params": p,
     }
 
-    from bench import suite
+    from bench import bench_e2e, suite
     from spark_jobs.runtime.session import build_session
 
     started = time.perf_counter()
@@ -156,9 +174,23 @@ def main(argv: list[str] | None = None) -> int:
             results["stores"] = suite.stores(
                 spark, work, p["store_events"], p["store_keys"], p["store_files"]
             )
+        # Not in the smoke run of everything (CI): the whole-process rounds cost minutes.
+        if "parse" in wanted and not (args.smoke and not args.only):
+            print("5. parse + validate + quarantine against Spark's JSON reader", flush=True)
+            results["parse"] = bench_e2e.parse(
+                spark, work, p["parse_events"], args.rounds or (1 if args.smoke else 3)
+            )
     finally:
         if spark is not None:
             spark.stop()
+    if "e2e" in wanted and not (args.smoke and not args.only):
+        print(
+            "6. whole processes: python -m spark_jobs run against a built-in pipeline", flush=True
+        )
+        results["e2e"] = bench_e2e.e2e(
+            work, p["e2e_events"], p["e2e_keys"], args.rounds or (1 if args.smoke else 2),
+            tuple(args.e2e_jobs.split(",")),
+        )  # fmt: skip
     for name, module in HELPERS.items():
         if name not in wanted or args.skip_helpers:
             continue

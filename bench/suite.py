@@ -75,7 +75,8 @@ def run_query(spark: Any, df: Any, work: Path, mode: str = "append") -> dict[str
 
 # -- the contenders ---------------------------------------------------------------------------
 def sessions_job(spark: Any, spec: JobSpec) -> Any:
-    from spark_jobs.jobs import key_metrics, sessions
+    from spark_jobs.io import key_metrics
+    from spark_jobs.jobs import sessions
 
     return key_metrics.data_rows(
         sessions.build(spark, spec, {"clickstream": good_stream(spark, spec)})
@@ -83,7 +84,8 @@ def sessions_job(spark: Any, spec: JobSpec) -> Any:
 
 
 def fraud_job(spark: Any, spec: JobSpec) -> Any:
-    from spark_jobs.jobs import fraud_alerts, key_metrics
+    from spark_jobs.io import key_metrics
+    from spark_jobs.jobs import fraud_alerts
 
     return key_metrics.data_rows(
         fraud_alerts.build(spark, spec, {"auth": good_stream(spark, spec)})
@@ -96,14 +98,17 @@ def session_window(spark: Any, spec: JobSpec) -> Any:
     ``session_id`` included, so the two jobs do the same work and their tables can be compared
     row for row. Spark's session ends at the last event + gap; the contract's ``session_end`` is
     the last event, hence ``max(event_time)``."""
+    return sessions_builtin(good_stream(spark, spec), spec)
+
+
+def sessions_builtin(events: Any, spec: JobSpec) -> Any:
+    """:func:`session_window` over any stream of typed clickstream events."""
     from pyspark.sql import functions as F
 
     from spark_jobs.runtime.durations import spark_interval
 
     max_pages = int(spec.params.get("last_pages", 10))
-    good = good_stream(spark, spec).withWatermark(
-        "event_time", spark_interval(spec.watermark_seconds)
-    )
+    good = events.withWatermark("event_time", spark_interval(spec.watermark_seconds))
     s = F.session_window("event_time", spark_interval(spec.param_seconds("gap")))
     et = F.col("event_type")
     page_view = F.when(
@@ -141,13 +146,16 @@ def session_window(spark: Any, spec: JobSpec) -> Any:
 
 def failure_windows(spark: Any, spec: JobSpec) -> Any:
     """The built-in stand-in for fraud alerts: users with >= threshold failures in a window."""
+    return fraud_builtin(good_stream(spark, spec), spec)
+
+
+def fraud_builtin(events: Any, spec: JobSpec) -> Any:
+    """:func:`failure_windows` over any stream of typed auth events."""
     from pyspark.sql import functions as F
 
     from spark_jobs.runtime.durations import spark_interval
 
-    good = good_stream(spark, spec).withWatermark(
-        "event_time", spark_interval(spec.watermark_seconds)
-    )
+    good = events.withWatermark("event_time", spark_interval(spec.watermark_seconds))
     w = F.window("event_time", spark_interval(spec.param_seconds("failure_gap")))
     return (
         good.where(F.col("event_type") == "LOGIN_FAILED").groupBy("user_id", w.alias("w"))

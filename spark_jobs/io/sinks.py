@@ -1,41 +1,46 @@
-"""Delta sinks, exactly once across crashes and re-runs.
+"""One streaming query per job, writing two Delta tables exactly once across crashes and re-runs.
 
-- append: Delta's streaming sink, which records (query id, batch id) in the table's log and skips
-  a batch it has already committed when a restarted query replays it.
-- upsert: ``foreachBatch`` MERGE on the table's key, made idempotent with Delta's
-  ``txnAppId``/``txnVersion`` (the query id from the checkpoint and the batch id).
+The query's rows are the job's output rows unioned with the bad records (which carry a
+``_quarantine`` struct). ``foreachBatch`` persists each batch, writes the output rows (append, or
+MERGE on the table's key for upsert jobs) and the quarantine rows to their tables, then
+unpersists. Each write carries Delta's ``txnAppId``/``txnVersion`` = (the checkpoint's query id,
+batch id): a replayed batch (after a kill between the writes and Spark's commit) is skipped by the
+table that already has it and written to the one that does not. The app id is the id Delta's own
+streaming sink records, so a table written by the earlier Delta-sink design continues seamlessly.
+
+Rows whose ``_keys`` column (issue 15's key-level metrics) is set are metric rows, not data: they
+are summed and handed to the progress log, never written to a table.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 from typing import Any
 
-from spark_jobs.runtime import paths
+from spark_jobs.io import key_metrics
+from spark_jobs.runtime import paths, progress
 
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+QUARANTINE_COL = "_quarantine"
+KEYS_COL = key_metrics.COLUMN
+# The output branch and the quarantine branch of the combined plan each scan every source once:
+# Spark's progress sums both scans' rows, so its input counts are divided by this.
+SCANS_PER_SOURCE = 2
+_COMMIT = re.compile(r"^(\d{20})\.json$")
 
 
-def start_append(
-    df: Any,
-    output: str,
-    checkpoint: str,
-    name: str,
-    trigger: dict[str, Any],
-    output_mode: str = "append",
-) -> Any:
-    return (
-        df.writeStream.format("delta")
-        .queryName(name)
-        .outputMode(output_mode)
-        .option("checkpointLocation", checkpoint)
-        .trigger(**trigger)
-        .start(output)
-    )
+def combine(out: Any, bad: Any) -> Any:
+    """The job's output stream and its bad records as one stream (bad rows: ``_quarantine``)."""
+    from pyspark.sql import functions as F
+
+    tagged = bad.select(F.struct(*bad.columns).alias(QUARANTINE_COL))
+    return out.unionByName(tagged, allowMissingColumns=True)
 
 
-def _query_id(checkpoint: str) -> str:
+def query_id(checkpoint: str) -> str:
     """The query id Spark keeps in ``<checkpoint>/metadata``: stable across restarts, new for a
     new checkpoint (so a fresh checkpoint's batch 0 is never mistaken for an old batch 0)."""
     import fsspec
@@ -51,40 +56,136 @@ def is_delta_table(uri: str) -> bool:
     return bool(fs.exists(p))
 
 
-def make_upsert(output: str, checkpoint: str, keys: tuple[str, ...]):
-    """A foreachBatch function merging each batch into ``output`` on ``keys``, once per batch."""
+def _commits(uri: str) -> dict[int, str]:
+    """Version -> path of every JSON commit file in the table's log ({} when no table)."""
+    import fsspec
+
+    fs, p = fsspec.core.url_to_fs(paths.join(uri, "_delta_log"))
+    if not fs.exists(p):
+        return {}
+    out = {}
+    for name in fs.ls(p, detail=False):
+        m = _COMMIT.match(str(name).rsplit("/", 1)[-1])
+        if m:
+            out[int(m.group(1))] = str(name)
+    return out
+
+
+def delta_version(uri: str) -> int | None:
+    """The table's latest version (None when there is no table), from the log's file names."""
+    return max(_commits(uri), default=None)
+
+
+def rows_written_after(uri: str, version: int | None) -> tuple[int, int | None]:
+    """(rows appended, inserted or updated by the commits after ``version``, latest version),
+    read from those commits' JSON only: the table's older history is never touched."""
+    import fsspec
+
+    commits = _commits(uri)
+    fs, _ = fsspec.core.url_to_fs(uri)
+    rows = 0
+    for v, path in sorted(commits.items()):
+        if version is not None and v <= version:
+            continue
+        for line in fs.cat_file(path).decode("utf-8", errors="replace").splitlines():
+            if '"commitInfo"' not in line:
+                continue
+            m = (json.loads(line).get("commitInfo") or {}).get("operationMetrics") or {}
+            rows += int(m.get("numOutputRows") or 0)
+            rows += int(m.get("numTargetRowsInserted") or 0)
+            rows += int(m.get("numTargetRowsUpdated") or 0)
+    return rows, max(commits, default=None)
+
+
+def _write(df: Any, uri: str, app_id: str, batch_id: int, keys: tuple[str, ...] | None) -> None:
+    """Append ``df`` to ``uri`` (or MERGE it on ``keys``), at most once per (app_id, batch_id)."""
+    if keys is None or not is_delta_table(uri):
+        (df.write.format("delta").mode("append")
+         .option("txnAppId", app_id).option("txnVersion", batch_id).save(uri))  # fmt: skip
+        return
+    from delta.tables import DeltaTable
+
+    spark = df.sparkSession
+    cond = " AND ".join(f"t.{k} = s.{k}" for k in keys)
+    # MERGE takes no writer options: Delta reads the same pair from these session confs.
+    spark.conf.set(TXN_APP_ID, app_id)
+    spark.conf.set(TXN_VERSION, str(batch_id))
+    try:
+        (DeltaTable.forPath(spark, uri).alias("t").merge(df.alias("s"), cond)
+         .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())  # fmt: skip
+    finally:
+        spark.conf.unset(TXN_APP_ID)
+        spark.conf.unset(TXN_VERSION)
+
+
+def make_batch_writer(
+    output: str,
+    quarantine: str,
+    checkpoint: str,
+    name: str,
+    data_columns: list[str],
+    upsert_keys: tuple[str, ...] | None = None,
+) -> Callable[[Any, int], None]:
+    """The ``foreachBatch`` function splitting a combined batch into its two tables."""
     cache: dict[str, str] = {}
+    # keys held after the last logged batch: a replayed batch was never logged, so it is added
+    # to the total it was first added to
+    held = {"total": progress.last_keys_total(checkpoint), "batch": -1, "base": 0}
 
-    def upsert_batch(batch: Any, batch_id: int) -> None:
-        from delta.tables import DeltaTable
+    def write_batch(batch: Any, batch_id: int) -> None:
+        from pyspark.sql import functions as F
 
-        spark = batch.sparkSession
-        app_id = cache.setdefault("app", f"statekeeper-{_query_id(checkpoint)}")
-        if not is_delta_table(output):
-            (batch.write.format("delta").mode("append")
-             .option("txnAppId", app_id).option("txnVersion", batch_id).save(output))  # fmt: skip
-            return
-        cond = " AND ".join(f"t.{k} = s.{k}" for k in keys)
-        spark.conf.set(TXN_APP_ID, app_id)
-        spark.conf.set(TXN_VERSION, str(batch_id))
+        app_id = cache.get("app") or cache.setdefault("app", query_id(checkpoint))
+        has_keys = KEYS_COL in batch.columns
+        is_bad = F.col(QUARANTINE_COL).isNotNull()
+        is_metric = F.col(KEYS_COL).isNotNull() if has_keys else F.lit(False)
+        sums = (
+            [F.sum(F.col(f"{KEYS_COL}.{k}")).alias(k) for k in key_metrics.FIELDS]
+            if has_keys
+            else []
+        )
+        # Computed once: the stateful operators run in the one pass that fills the cache.
+        batch.persist()
         try:
-            (DeltaTable.forPath(spark, output).alias("t").merge(batch.alias("s"), cond)
-             .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())  # fmt: skip
+            counts = batch.agg(
+                F.count(F.when(~is_bad & ~is_metric, 1)).alias("_out"),
+                F.count(F.when(is_bad, 1)).alias("_bad"),
+                F.count(F.when(is_metric, 1)).alias("_metrics"),
+                *sums,
+            ).first()
+            # Empty writes only to create a table, so both tables exist after a first run.
+            if counts["_bad"] or not is_delta_table(quarantine):
+                bad = batch.where(is_bad).select(f"{QUARANTINE_COL}.*")
+                _write(bad, quarantine, app_id, batch_id, None)
+            if counts["_out"] or not is_delta_table(output):
+                rows = batch.where(~is_bad & ~is_metric).select(*data_columns)
+                _write(rows, output, app_id, batch_id, upsert_keys)
+            if counts["_metrics"] or has_keys:
+                if batch_id != held["batch"]:  # the same batch again starts where it started
+                    held["batch"], held["base"] = batch_id, held["total"]
+                keys = key_metrics.total(held["base"], [{k: counts[k] for k in key_metrics.FIELDS}])
+                keys["emitted"] = int(counts["_out"])
+                held["total"] = keys["total"]
+                progress.put_keys(name, batch_id, keys)
         finally:
-            spark.conf.unset(TXN_APP_ID)
-            spark.conf.unset(TXN_VERSION)
+            batch.unpersist()
 
-    return upsert_batch
+    return write_batch
 
 
-def start_upsert(
-    df: Any, output: str, checkpoint: str, name: str, trigger: dict[str, Any], keys: tuple[str, ...]
+def start(
+    df: Any,
+    checkpoint: str,
+    name: str,
+    trigger: dict[str, Any],
+    writer: Callable[[Any, int], None],
+    output_mode: str = "append",
 ) -> Any:
     return (
         df.writeStream.queryName(name)
-        .outputMode("update")
+        .outputMode(output_mode)
         .option("checkpointLocation", checkpoint)
         .trigger(**trigger)
-        .foreachBatch(make_upsert(output, checkpoint, keys))
+        .foreachBatch(writer)
         .start()
     )

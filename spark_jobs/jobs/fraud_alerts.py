@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from spark_jobs.io import key_metrics
 from spark_jobs.io.tables import columns
-from spark_jobs.jobs import key_metrics
 from spark_jobs.runtime.durations import spark_interval
 
 SINK = "append"

@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 
 from spark_jobs.errors import UserError
+from spark_jobs.io import key_metrics
 from spark_jobs.io.tables import columns
-from spark_jobs.jobs import key_metrics
 
 BUCKET = "_bucket"
 DEFAULT_BUCKETS = 256
@@ -180,7 +180,7 @@ def make_ordered_update(job: str, step: Any, to_events: Any, emit: Any) -> Any:
     ``step`` is the job's :class:`spark_jobs.state.ordered.Step`; ``to_events(frame)`` turns a
     pandas frame of input rows into columns ``key``, ``t`` (epoch ms), ``eid`` and the payload;
     ``emit(rows)`` yields the output frames. Each call also yields its metric row
-    (:mod:`spark_jobs.jobs.key_metrics`).
+    (:mod:`spark_jobs.io.key_metrics`).
     """
 
     def update_ordered_bucket(key: tuple, pdfs: Iterator[Any], state: Any) -> Iterator[Any]:

@@ -1,8 +1,8 @@
-"""Run one job: check, lock, build, start the output and quarantine queries, wait, summarise.
+"""Run one job: check, lock, build, start its one streaming query, wait, summarise.
 
-Two streaming queries share one read of nothing: the output query (the job's own checkpoint) and
-the quarantine query (its checkpoint under ``_statekeeper/quarantine``) each read the landing
-folder, so bad records are kept even when the job's logic fails, and each is exactly once.
+Each landing line is read and parsed once per batch: the query's rows are the job's output
+unioned with the bad records, and its ``foreachBatch`` writes each kind to its own Delta table,
+both exactly once (:mod:`spark_jobs.io.sinks`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from spark_jobs.errors import JobFailed, UserError
 from spark_jobs.io import events as ev
 from spark_jobs.io import sinks, sources, tables
-from spark_jobs.jobs import job_module, key_metrics
+from spark_jobs.jobs import job_module
 from spark_jobs.runtime import binding, paths, progress
 from spark_jobs.runtime.lock import JobLock
 from spark_jobs.runtime.spec import JobSpec
@@ -38,10 +38,6 @@ class RunSummary:
 
     def line(self) -> str:
         return json.dumps(asdict(self))
-
-
-def quarantine_checkpoint(spec: JobSpec) -> str:
-    return paths.join(spec.checkpoint, paths.STATEKEEPER_DIR, paths.QUARANTINE_CHECKPOINT)
 
 
 def spark_log(spec: JobSpec) -> str | None:
@@ -118,9 +114,10 @@ def run_job(
                 spark.conf.set(k, v)
         started = time.time()
         qname = f"{spec.name}"
-        quarantine_name = f"{spec.name}__quarantine"
+        # Version at start, read from the log's file names: the summary reads only new commits.
+        before = {uri: sinks.delta_version(uri) for uri in (spec.output, spec.quarantine)}
         listener = progress.make_listener(
-            spec.name, {qname: spec.checkpoint, quarantine_name: quarantine_checkpoint(spec)}
+            spec.name, {qname: spec.checkpoint}, scans=sinks.SCANS_PER_SOURCE
         )
         spark.streams.addListener(listener)
         queries: list[Any] = []
@@ -128,27 +125,33 @@ def run_job(
             good: dict[str, Any] = {}
             bad = None
             for kind in spec.kinds:
-                parsed = ev.parse_lines(sources.read_lines(spark, spec, kind), kind)
+                parsed = ev.parse_lines(
+                    sources.read_lines(spark, spec, kind), kind, spec.max_future_seconds
+                )
                 good[kind] = ev.good_events(parsed, kind)
                 b = ev.bad_records(parsed, spec.name, kind)
                 bad = b if bad is None else bad.unionByName(b)
             out = module.build(spark, spec, good)
-            if key_metrics.COLUMN in out.columns:
-                out = key_metrics.data_rows(out)
-            trig = _trigger(spec)
+            data_columns = [c for c in out.columns if c != sinks.KEYS_COL]
+            upsert = module.SINK == "upsert"
+            writer = sinks.make_batch_writer(
+                spec.output,
+                spec.quarantine,
+                spec.checkpoint,
+                qname,
+                data_columns,
+                tables.KEYS[spec.name] if upsert else None,
+            )
             queries.append(
-                sinks.start_append(
-                    bad, spec.quarantine, quarantine_checkpoint(spec), quarantine_name, trig
+                sinks.start(
+                    sinks.combine(out, bad),
+                    spec.checkpoint,
+                    qname,
+                    _trigger(spec),
+                    writer,
+                    "update" if upsert else "append",
                 )
             )
-            if module.SINK == "upsert":
-                queries.append(
-                    sinks.start_upsert(
-                        out, spec.output, spec.checkpoint, qname, trig, tables.KEYS[spec.name]
-                    )
-                )
-            else:
-                queries.append(sinks.start_append(out, spec.output, spec.checkpoint, qname, trig))
             _wait(queries, run_for)
             _wait_for_listener(spec, queries)
         except UserError:
@@ -175,7 +178,7 @@ def run_job(
                 except Exception:
                     pass
             spark.streams.removeListener(listener)
-        return summarise(spec, spark, started, {str(q.runId) for q in queries})
+        return summarise(spec, started, {str(q.runId) for q in queries}, before)
 
 
 def _wait(queries: list[Any], run_for: float | None) -> None:
@@ -196,49 +199,29 @@ def _wait(queries: list[Any], run_for: float | None) -> None:
 
 
 def _wait_for_listener(spec: JobSpec, queries: list[Any], timeout: float = 15.0) -> None:
-    """Progress events reach the listener asynchronously: wait until each query's last batch is
+    """Progress events reach the listener asynchronously: wait until the query's last batch is
     in its log, so the summary (and whoever reads the log next) sees the whole run."""
-    wanted = {}
+    wanted = None
     for q in queries:
         last = q.lastProgress
         if last:
-            target = spec.checkpoint if q.name == spec.name else quarantine_checkpoint(spec)
-            wanted[target] = (str(last["runId"]), int(last["batchId"]))
+            wanted = (str(last["runId"]), int(last["batchId"]))
     deadline = time.time() + timeout
     while wanted and time.time() < deadline:
-        for target, (run_id, batch) in list(wanted.items()):
-            if any(
-                r.get("runId") == run_id and int(r.get("batchId", -1)) >= batch
-                for r in progress.read_progress(target)
-            ):
-                del wanted[target]
-        if wanted:
-            time.sleep(0.2)
+        run_id, batch = wanted
+        if any(
+            r.get("runId") == run_id and int(r.get("batchId", -1)) >= batch
+            for r in progress.read_progress(spec.checkpoint)
+        ):
+            return
+        time.sleep(0.2)
 
 
-def _rows_written_since(spark: Any, uri: str, started_ms: int) -> tuple[int, int | None]:
-    """(rows added or changed by commits since ``started_ms``, latest version) of a Delta table."""
-    if not sinks.is_delta_table(uri):
-        return 0, None
-    from delta.tables import DeltaTable
-
-    rows, version = 0, None
-    for h in (
-        DeltaTable.forPath(spark, uri)
-        .history()
-        .select("version", "timestamp", "operationMetrics")
-        .collect()
-    ):
-        version = max(version or 0, int(h["version"]))
-        if int(h["timestamp"].timestamp() * 1000) < started_ms:
-            continue
-        m = h["operationMetrics"] or {}
-        rows += int(m.get("numOutputRows") or 0)
-        rows += int(m.get("numTargetRowsInserted") or 0) + int(m.get("numTargetRowsUpdated") or 0)
-    return rows, version
-
-
-def summarise(spec: JobSpec, spark: Any, started: float, run_ids: set[str]) -> RunSummary:
+def summarise(
+    spec: JobSpec, started: float, run_ids: set[str], before: dict[str, int | None]
+) -> RunSummary:
+    """The run's figures from its progress records and the Delta commits made since it started
+    (their JSON only: no Spark job, no read of the tables' history)."""
     s = RunSummary(job=spec.name, trigger=str(spec.trigger), output=spec.output)
     s.seconds = round(time.time() - started, 2)
     for rec in progress.read_progress(spec.checkpoint):
@@ -249,7 +232,8 @@ def summarise(spec: JobSpec, spark: Any, started: float, run_ids: set[str]) -> R
         ops = rec.get("stateOperators") or []
         s.dropped_by_watermark += sum(int(o.get("numRowsDroppedByWatermark") or 0) for o in ops)
         s.state_rows = sum(int(o.get("numRowsTotal") or 0) for o in ops)
-    started_ms = int(started * 1000) - 1000
-    s.rows_written, s.output_version = _rows_written_since(spark, spec.output, started_ms)
-    s.quarantined, _ = _rows_written_since(spark, spec.quarantine, started_ms)
+    s.rows_written, s.output_version = sinks.rows_written_after(
+        spec.output, before.get(spec.output)
+    )
+    s.quarantined, _ = sinks.rows_written_after(spec.quarantine, before.get(spec.quarantine))
     return s

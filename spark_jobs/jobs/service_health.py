@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from spark_jobs.errors import UserError
+from spark_jobs.io import key_metrics
 from spark_jobs.io.tables import columns
-from spark_jobs.jobs import key_metrics
 from spark_jobs.runtime import paths
 from spark_jobs.runtime.durations import spark_interval
 

@@ -24,6 +24,31 @@ from spark_jobs.runtime import paths
 IDLE = "idle"
 IDLE_LOG_EVERY = 60.0  # seconds; well below the supervisor's stalled limit (5 minutes)
 
+# Key-level metrics of a batch, left by the batch writer (driver side) for the listener, which
+# adds them to that batch's record as top-level "keys": (query name, batch id) -> counts.
+_KEYS: dict[tuple[str, int], dict[str, int]] = {}
+_KEYS_LOCK = threading.Lock()
+
+
+def put_keys(name: str, batch_id: int, counts: dict[str, int]) -> None:
+    with _KEYS_LOCK:
+        _KEYS[(name, int(batch_id))] = dict(counts)
+
+
+def last_keys_total(checkpoint: str) -> int:
+    """Keys held after the newest logged batch that counted them (0 for a new checkpoint)."""
+    total = 0
+    for rec in iter_progress(checkpoint):
+        keys = rec.get("keys")
+        if isinstance(keys, dict) and keys.get("total") is not None:
+            total = int(keys["total"])
+    return total
+
+
+def pop_keys(name: str, batch_id: int) -> dict[str, int] | None:
+    with _KEYS_LOCK:
+        return _KEYS.pop((name, int(batch_id)), None)
+
 
 def progress_path(checkpoint: str) -> str:
     return paths.join(checkpoint, paths.STATEKEEPER_DIR, paths.PROGRESS_FILE)
@@ -60,14 +85,15 @@ def iter_progress(checkpoint: str) -> Iterator[dict[str, Any]]:
     if local is not None:
         if not local.exists():
             return
-        text = local.read_text(encoding="utf-8")
+        # A bad byte (a torn write, a hand edit) spoils its line, not the whole log.
+        text = local.read_bytes().decode("utf-8", errors="replace")
     else:
         import fsspec
 
         fs, p = fsspec.core.url_to_fs(target)
         if not fs.exists(p):
             return
-        text = fs.cat_file(p).decode()
+        text = fs.cat_file(p).decode("utf-8", errors="replace")
     for line in text.splitlines():
         line = line.strip()
         if line:
@@ -77,10 +103,21 @@ def iter_progress(checkpoint: str) -> Iterator[dict[str, Any]]:
                 continue  # a line cut by a kill mid-write; the next batch writes a whole one
 
 
-def make_listener(job: str, targets: dict[str, str]):  # -> StreamingQueryListener
+def _per_line(progress: dict[str, Any], scans: int) -> None:
+    """Input counts per line read, when the plan scans each source ``scans`` times (Spark sums
+    the rows of every scan of a source)."""
+    for rec in [progress, *(progress.get("sources") or [])]:
+        for k in ("numInputRows", "inputRowsPerSecond", "processedRowsPerSecond"):
+            v = rec.get(k)
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                rec[k] = v // scans if isinstance(v, int) else v / scans
+
+
+def make_listener(job: str, targets: dict[str, str], scans: int = 1):  # -> StreamingQueryListener
     """A listener writing each progress of the named queries to its progress file.
 
-    ``targets`` maps a query name to the checkpoint whose progress log it writes.
+    ``targets`` maps a query name to the checkpoint whose progress log it writes; ``scans`` is how
+    many times the query's plan scans each source (its input counts are divided by it).
     """
     from pyspark.sql.streaming import StreamingQueryListener
 
@@ -97,7 +134,12 @@ def make_listener(job: str, targets: dict[str, str]):  # -> StreamingQueryListen
             checkpoint = targets.get(progress.get("name") or "")
             if checkpoint is None:
                 return
+            if scans > 1:
+                _per_line(progress, scans)
             progress["statekeeper"] = {"job": job, "logged_at": time.time()}
+            keys = pop_keys(progress.get("name") or "", int(progress.get("batchId", -1)))
+            if keys is not None:
+                progress["keys"] = keys
             with lock:
                 append_line(progress_path(checkpoint), progress)
 

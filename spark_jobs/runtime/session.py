@@ -45,6 +45,8 @@ def base_confs() -> dict[str, str]:
         # Python workers must connect back within this; the default 15 s fails runs on a
         # loaded machine ("Python worker failed to connect back") for no fault of the job.
         "spark.python.authenticate.socketTimeout": "120s",
+        # Not INT96 (nanoseconds): delta-rs, Polars and DuckDB read microsecond timestamps only.
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     }
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from spark_jobs.errors import UserError
+from spark_jobs.io.events import DEFAULT_MAX_FUTURE_SECONDS
 from spark_jobs.runtime import paths
 from spark_jobs.runtime.durations import parse_seconds
 
@@ -27,7 +28,7 @@ _KNOWN_KEYS = {
     "name", "description", "pattern", "mode", "schedule", "inputs", "output", "checkpoint",
     "trigger", "watermark", "state_store", "changelog_checkpointing", "shuffle_partitions",
     "min_batches_to_retain", "max_files_per_trigger", "output_mode", "executor", "params",
-    "quality", "snapshots", "supervise", "owner", "tags",
+    "quality", "snapshots", "supervise", "owner", "tags", "max_future",
 }  # fmt: skip
 
 
@@ -86,6 +87,8 @@ class JobSpec:
     owner: str = "platform"
     tags: tuple[str, ...] = ()
     path: str = ""
+    # Events further ahead of the batch's clock than this are quarantined (CONTRACTS.md s. 2).
+    max_future_seconds: float = DEFAULT_MAX_FUTURE_SECONDS
 
     @property
     def kinds(self) -> list[str]:
@@ -227,6 +230,11 @@ def parse_spec(raw: dict[str, Any], where: str, default_name: str | None = None)
         mfpt = int(mfpt) if mfpt is not None else None
     except (TypeError, ValueError) as exc:
         raise UserError(f"job spec {where}: {exc}") from exc
+    max_future = parse_seconds(
+        raw.get("max_future", DEFAULT_MAX_FUTURE_SECONDS), f"max_future in {where}"
+    )
+    if max_future <= 0:
+        raise UserError(f"job spec {where}: max_future must be positive")
     if shuffle < 1 or retain < 1:
         raise UserError(
             f"job spec {where}: shuffle_partitions and min_batches_to_retain must be >= 1"
@@ -256,6 +264,7 @@ def parse_spec(raw: dict[str, Any], where: str, default_name: str | None = None)
         owner=str(raw.get("owner", "platform")),
         tags=tuple(raw.get("tags") or ()),
         path=where,
+        max_future_seconds=max_future,
     )
 
 

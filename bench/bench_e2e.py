@@ -1,0 +1,112 @@
+"""What users run, timed as whole processes, and the parse on its own.
+
+- ``e2e``: ``python -m spark_jobs run JOB`` against :mod:`bench.builtin_pipeline` (the same
+  output columns and sink, hand-written with Spark's built-ins), each a fresh process on the same
+  generated files, side by side in interleaved rounds (median kept). Wall time includes start-up.
+- ``parse``: parse + validate + quarantine of the same lines through :mod:`spark_jobs.io.events`
+  against Spark's JSON reader with a schema and a corrupt-record column, in one warm session,
+  every column materialised (``noop`` sink), interleaved rounds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import suite
+from spark_jobs.runtime import paths
+
+KIND = {"sessions": "clickstream", "fraud_alerts": "auth"}
+
+
+def _process(args: list[str]) -> tuple[float, str]:
+    root = paths.project_root()
+    env = {**os.environ, "PYTHONPATH": f"{root}:{root / 'plugins'}", "STATEKEEPER_HOME": str(root)}
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, *args], cwd=root, env=env, capture_output=True, text=True, check=False
+    )
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(args[:4])} failed: {done.stderr.strip()[-600:]}")
+    return wall, done.stdout.strip().splitlines()[-1]
+
+
+def e2e(
+    work: Path,
+    events: int,
+    keys: int,
+    rounds: int,
+    jobs: tuple[str, ...] = ("sessions", "fraud_alerts"),
+) -> list[dict[str, Any]]:
+    results = []
+    for job in jobs:
+        data = suite.dataset(work, KIND[job], events, keys)
+        times: dict[str, list[float]] = {"run": [], "builtin": []}
+        rows: dict[str, Any] = {}
+        for r in range(rounds):
+            for who in ("run", "builtin") if r % 2 == 0 else ("builtin", "run"):
+                d = work / "e2e" / job / who
+                shutil.rmtree(d, ignore_errors=True)
+                out, ckpt = str(d / "out"), str(d / "ckpt")
+                if who == "run":
+                    args = ["-m", "spark_jobs", "run", job, "--input", str(data),
+                            "--output", out, "--checkpoint", ckpt]  # fmt: skip
+                else:
+                    args = ["-m", "bench.builtin_pipeline", job, str(data), out, ckpt]
+                wall, last = _process(args)
+                times[who].append(round(wall, 2))
+                rows[who] = json.loads(last).get("input_rows")
+                print(f"  {job} round {r + 1} {who}: {wall:.1f} s", flush=True)
+        run_s, builtin_s = statistics.median(times["run"]), statistics.median(times["builtin"])
+        results.append({
+            "job": job, "events": events, "keys": keys, "rounds": rounds,
+            "run_seconds": times["run"], "builtin_seconds": times["builtin"],
+            "run_events_per_s": round(events / run_s), "builtin_events_per_s": round(events / builtin_s),
+            "ratio_vs_builtin": round(builtin_s / run_s, 2), "input_rows": rows,
+        })  # fmt: skip
+    return results
+
+
+def parse(spark: Any, work: Path, events: int, rounds: int) -> dict[str, Any]:
+    from pyspark.sql import functions as F
+
+    from spark_jobs.io import events as ev
+
+    data = suite.dataset(work, "clickstream", events, max(events // 10, 1), calls=1)
+    files = str(data)
+    schema = f"{ev.spark_schema('clickstream')}, _corrupt string"
+
+    def ours() -> None:
+        lines = (
+            spark.read.option("pathGlobFilter", "*.json*")
+            .text(files)
+            .select("value", F.col("_metadata.file_path").alias("source_file"))
+        )
+        # As the runner's plan does it: the good and the bad branch each scan and parse.
+        parsed = ev.parse_lines(lines, "clickstream")
+        ev.good_events(parsed, "clickstream").write.format("noop").mode("overwrite").save()
+        ev.bad_records(parsed, "job", "clickstream").write.format("noop").mode("overwrite").save()
+
+    def native() -> None:
+        (spark.read.schema(schema).option("columnNameOfCorruptRecord", "_corrupt")
+         .option("pathGlobFilter", "*.json*").json(files)
+         .write.format("noop").mode("overwrite").save())  # fmt: skip
+
+    native()  # warm-up: the file listing and the JIT, for both
+    times: dict[str, list[float]] = {"ours": [], "native": []}
+    for r in range(rounds):
+        for who, fn in (("ours", ours), ("native", native))[:: 1 if r % 2 == 0 else -1]:
+            started = time.perf_counter()
+            fn()
+            times[who].append(round(time.perf_counter() - started, 2))
+    o, n = statistics.median(times["ours"]), statistics.median(times["native"])
+    return {"events": events, "ours_seconds": times["ours"], "native_seconds": times["native"],
+            "ratio_vs_native": round(o / n, 2)}  # fmt: skip

@@ -1,0 +1,50 @@
+"""``python -m bench.builtin_pipeline JOB INPUT OUTPUT CHECKPOINT``: the pipeline a user would
+hand-write with Spark's built-ins for ``sessions`` or ``fraud_alerts``, as a whole process, to
+time against ``python -m spark_jobs run JOB``: Spark's JSON reader with the kind's schema and a
+corrupt-record column, the built-in operator (session_window, or windowed failure counts), a
+Delta sink, RocksDB, the job spec's shuffle partitions, availableNow. Prints one JSON line."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+
+def main(argv: list[str]) -> int:
+    job, inp, out, ckpt = argv
+    started = time.time()
+    from pyspark.sql import functions as F
+
+    from bench import suite
+    from spark_jobs.io import events as ev
+    from spark_jobs.runtime.session import build_session
+    from spark_jobs.runtime.spec import load_spec
+
+    spec = load_spec(job)
+    kind = spec.kinds[0]
+    spark = build_session(f"builtin-{job}", spec=spec)
+    schema = f"{ev.spark_schema(kind)}, _corrupt string"
+    lines = (
+        spark.readStream.schema(schema)
+        .option("columnNameOfCorruptRecord", "_corrupt")
+        .option("pathGlobFilter", "*.json*")
+        .json(inp)
+    )
+    good = lines.where(F.col("_corrupt").isNull()).drop("_corrupt")
+    df = (
+        suite.sessions_builtin(good, spec) if job == "sessions" else suite.fraud_builtin(good, spec)
+    )
+    q = (
+        df.writeStream.format("delta").outputMode("append").option("checkpointLocation", ckpt)
+        .trigger(availableNow=True).start(out)
+    )  # fmt: skip
+    q.awaitTermination()
+    rows = sum(int(p["numInputRows"]) for p in q.recentProgress)
+    print(json.dumps({"job": job, "input_rows": rows, "seconds": round(time.time() - started, 2)}))
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

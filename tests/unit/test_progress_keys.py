@@ -1,0 +1,49 @@
+"""The progress log: a batch's key metrics land in its record; a bad byte spoils one line only."""
+
+import json
+
+import pytest
+
+from spark_jobs.runtime import progress
+
+pytestmark = pytest.mark.unit
+
+
+def test_listener_puts_the_batch_key_metrics_in_its_record(tmp_path):
+    listener = progress.make_listener("job", {"job": str(tmp_path)})
+    progress.put_keys("job", 4, {"total": 17, "updated": 3})
+
+    class Progress:  # the one attribute the listener reads of Spark's progress event
+        json = json.dumps({"name": "job", "batchId": 4, "runId": "r"})
+
+    class Event:
+        progress = Progress()
+
+    listener.onQueryProgress(Event())
+    listener.onQueryProgress(Event())  # same batch again (no metrics left): no "keys"
+    first, second = progress.read_progress(str(tmp_path))
+    assert first["keys"] == {"total": 17, "updated": 3}
+    assert "keys" not in second
+
+
+def test_a_bad_byte_in_the_progress_log_spoils_one_line_only(tmp_path):
+    log = tmp_path / "_statekeeper" / "progress.jsonl"
+    log.parent.mkdir()
+    log.write_bytes(b'{"batchId": 0}\n{"batchId": 1, "x": "\xff"}\n\xfe\xff\n{"batchId": 2}\n')
+    assert [r["batchId"] for r in progress.read_progress(str(tmp_path))] == [0, 1, 2]
+
+
+def test_input_counts_are_per_line_when_the_plan_scans_each_source_twice(tmp_path):
+    listener = progress.make_listener("job", {"job": str(tmp_path)}, scans=2)
+
+    class Progress:
+        json = json.dumps({"name": "job", "batchId": 0, "numInputRows": 240,
+                           "sources": [{"numInputRows": 240, "inputRowsPerSecond": 8.0}]})  # fmt: skip
+
+    class Event:
+        progress = Progress()
+
+    listener.onQueryProgress(Event())
+    (record,) = progress.read_progress(str(tmp_path))
+    assert record["numInputRows"] == record["sources"][0]["numInputRows"] == 120
+    assert record["sources"][0]["inputRowsPerSecond"] == 4.0
