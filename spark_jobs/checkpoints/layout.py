@@ -29,6 +29,12 @@ STATEKEEPER_DIR = paths.STATEKEEPER_DIR
 # V.delta, V.snapshot, V.changelog, V.zip, and checkpoint format v2's V_<uuid>.zip/.changelog
 _VERSION_FILE = re.compile(r"^(\d+)(?:_[0-9a-fA-F-]+)?\.(delta|snapshot|changelog|zip)$")
 _BATCH_FILE = re.compile(r"^(\d+)$")
+# The same names as moved or copied, with Hadoop's hidden ``.<name>.crc`` beside them.
+BATCH_NAME = re.compile(r"^\.?(\d+)(\.crc)?$")
+SOURCE_LOG_NAME = re.compile(r"^\.?(\d+)(\.compact)?(\.crc)?$")
+STATE_VERSION_NAME = re.compile(
+    r"^\.?(\d+)(?:_[0-9a-fA-F-]+)?\.(delta|snapshot|changelog|zip)(\.crc)?$"
+)
 
 
 @dataclass(frozen=True)
@@ -248,13 +254,20 @@ def parse_log_file(text: str) -> tuple[str, dict[str, Any], list[str]]:
 PARSE_TAIL = 256
 
 
-def read_layout(uri: str, parse_tail: int = PARSE_TAIL, sizes: bool = True) -> Layout:
+def read_layout(
+    uri: str,
+    parse_tail: int = PARSE_TAIL,
+    sizes: bool = True,
+    listing: dict[str, dict[str, FileInfo]] | None = None,
+) -> Layout:
     """List ``uri`` once and parse what the checks need; never writes.
 
     ``sizes=False`` (validation) skips the per-file stat: byte counts stay 0, except for the
     metadata file and the file-source logs' compact files, which are stat'ed one by one.
+    ``listing`` (as ``list_files`` returns it) analyses that subset of the files instead: what
+    a snapshot of a live checkpoint copies.
     """
-    dirs = list_files(uri, sizes)
+    dirs = listing if listing is not None else list_files(uri, sizes)
     if dirs is None:
         return Layout(uri=uri, exists=False)
     files = {f.path: f for folder in dirs.values() for f in folder.values()}
