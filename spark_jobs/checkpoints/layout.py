@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -201,7 +202,10 @@ def _walk_local(root: str, sizes: bool) -> dict[str, dict[str, FileInfo]]:
             if e.is_dir(follow_symlinks=False):
                 stack.append((prefix + e.name, e.path))
             elif sizes:
-                st = e.stat(follow_symlinks=False)
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    continue  # removed since the folder was read (a running query's cleanup)
                 here[e.name] = FileInfo(prefix + e.name, st.st_size, st.st_mtime)
             else:
                 here[e.name] = FileInfo(prefix + e.name, -1, 0.0)
@@ -259,6 +263,7 @@ def read_layout(
     parse_tail: int = PARSE_TAIL,
     sizes: bool = True,
     listing: dict[str, dict[str, FileInfo]] | None = None,
+    read: Callable[[str], str] | None = None,
 ) -> Layout:
     """List ``uri`` once and parse what the checks need; never writes.
 
@@ -268,6 +273,7 @@ def read_layout(
     a snapshot of a live checkpoint copies.
     """
     dirs = listing if listing is not None else list_files(uri, sizes)
+    text = read or (lambda rel: read_text(uri, rel))
     if dirs is None:
         return Layout(uri=uri, exists=False)
     files = {f.path: f for folder in dirs.values() for f in folder.values()}
@@ -310,7 +316,7 @@ def read_layout(
         if files["metadata"].size < 0:
             files["metadata"] = stat_file(uri, "metadata") or files["metadata"]
         try:
-            meta = json.loads(read_text(uri, "metadata").splitlines()[0])
+            meta = json.loads(text("metadata").splitlines()[0])
             lay.query_id = str(meta["id"])
         except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
             lay.metadata_error = f"unreadable ({type(exc).__name__})"
@@ -328,7 +334,12 @@ def read_layout(
         if rel in lay.unparsable:
             continue
         try:
-            _version, meta, _rest = parse_log_file(read_text(uri, rel))
+            _version, meta, _rest = parse_log_file(text(rel))
+        except FileNotFoundError:
+            # Removed since the listing (a running query's cleanup of old batches): not broken.
+            (lay.offsets if kind == "offsets" else lay.commits).remove(b)
+            lay.files.pop(rel, None)
+            continue
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             lay.unparsable[rel] = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
             continue
@@ -341,7 +352,7 @@ def read_layout(
         rel = f"state/{op}/_metadata/metadata"
         if rel in files:
             try:
-                _v, meta, _rest = parse_log_file(read_text(uri, rel))
+                _v, meta, _rest = parse_log_file(text(rel))
                 lay.operators[op] = meta
             except (OSError, UnicodeDecodeError, ValueError):
                 lay.operators[op] = {}

@@ -109,7 +109,7 @@ def restore(
                 )
             resets = queries.plan_resets(staged, tables)
             plan["queries"] = [r.to_dict() for r in resets]
-            if ck.exists():
+            if ck.exists() and any(r.table_version is not None for r in resets):
                 # Until the swap, the old checkpoint must not run against tables put back.
                 queries.mark_pending(ck, "restore")
             queries.restore_tables(resets, spark)

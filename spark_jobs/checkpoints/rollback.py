@@ -107,7 +107,8 @@ def rollback(
             result["new_query_id"] = resets[0].new_query_id
         if dry_run:
             return result
-        queries.mark_pending(ck, "rollback")
+        if any(r.table_version is not None for r in resets):
+            queries.mark_pending(ck, "rollback")
         queries.restore_tables(resets, spark)
         for rel in moves:
             dest = aside / rel

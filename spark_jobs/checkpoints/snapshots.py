@@ -243,12 +243,18 @@ def _snapshot(target: Target, dry_run: bool, live_run: bool) -> dict[str, Any]:
                 new_files += 1
                 new_bytes += size
         files.append({"path": rel, "size": size, "mtime": info.mtime, "sha256": sha})
-    if vanished:  # validate what was copied, not what was listed
+    if live_run and not dry_run:
+        # Validate what was copied, read from the store: the folder keeps changing.
+        sha_of = {f["path"]: f["sha256"] for f in files}
         gone = set(vanished)
         listing = {
             d: {n: f for n, f in e.items() if f.path not in gone} for d, e in listing.items()
         }
-        lay = read_layout(target.checkpoint, listing=listing)
+        lay = read_layout(
+            target.checkpoint,
+            listing=listing,
+            read=lambda rel: read_object(target.snapshot_root, sha_of[rel]).decode("utf-8"),
+        )
     report = validate_checkpoint(target.checkpoint, layout=lay)
     batch = lay.last_committed if lay.last_committed is not None else -1
     now = time.time()
