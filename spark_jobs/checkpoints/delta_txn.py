@@ -74,8 +74,11 @@ def _fs(table: str) -> tuple[Any, str]:
     return filesystem(table)
 
 
-def read_txn_log(table: str) -> TxnLog:
-    """The table's txn bookkeeping; ``exists`` is False when there is no ``_delta_log``."""
+def read_txn_log(table: str, every_commit: bool = True) -> TxnLog:
+    """The table's txn bookkeeping; ``exists`` is False when there is no ``_delta_log``.
+
+    ``every_commit=False`` reads only the commits after the newest Delta checkpoint: enough for
+    ``latest`` (what a run's guard needs), not for ``commits``."""
     fs, root = _fs(table)
     log = f"{root}/_delta_log"
     if not fs.exists(log):
@@ -95,6 +98,8 @@ def read_txn_log(table: str) -> TxnLog:
     commits = []
     for n in sorted(n for n in names if _COMMIT.match(n)):
         version = int(n[:20])
+        if not every_commit and cp_version is not None and version <= cp_version:
+            continue
         commit = _read_commit(fs, f"{log}/{n}", version)
         commits.append(commit)
         if cp_version is None or version > cp_version:
@@ -159,6 +164,12 @@ def version_before_batch(table: str, query_id: str, batch: int) -> tuple[int | N
             )
         return None, log
     target = first - 1
+    if target < 0:
+        raise UserError(
+            f"table {table} was created by a batch after batch {batch} of "
+            f"query {query_id}: there is no earlier version to go back to; move the table aside "
+            "(the re-run writes it anew) and run the command again"
+        )
     later = [c for c in log.commits if c.version > target]
     foreign = [i for i, c in enumerate(later) if not any(a in c.txns for a in apps)]
     if foreign:

@@ -46,6 +46,8 @@ def keep(rel: str, batch: int | None) -> bool:
     n = -1 if batch is None else batch
     parts = rel.split("/")
     name = parts[-1]
+    if name.endswith(".tmp"):
+        return False  # a write in progress
     if parts[0] in ("offsets", "commits") and len(parts) == 2:
         m = BATCH_NAME.match(name)
         return m is not None and int(m.group(1)) <= n

@@ -37,7 +37,7 @@ def checkpoint_query(checkpoint: str) -> tuple[str | None, bool]:
 def check_table_writer(table: str, checkpoint: str) -> None:
     """Refuse (exit 4) when ``table`` holds streaming writes of other query ids and
     ``checkpoint`` is new to it: no committed batch and its id (if any) never wrote there."""
-    log = delta_txn.read_txn_log(table)
+    log = delta_txn.read_txn_log(table, every_commit=False)
     if not log.latest:
         return
     query_id, committed = checkpoint_query(checkpoint)

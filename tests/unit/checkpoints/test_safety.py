@@ -1,5 +1,6 @@
 """Checkpoint safety without a JVM: hostile snapshot manifests, links inside a checkpoint, the
-roots, a restore cut short between its renames, and snapshots of a checkpoint being written."""
+roots, a restore cut short between its renames, snapshots of a checkpoint being written, and
+``run`` refusing a new checkpoint on a table another query wrote."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ from pathlib import Path
 import pytest
 
 from spark_jobs.checkpoints import restore as restore_mod
-from spark_jobs.checkpoints import roots
+from spark_jobs.checkpoints import roots, writer_guard
 from spark_jobs.checkpoints.layout import read_layout
 from spark_jobs.checkpoints.restore import restore
 from spark_jobs.checkpoints.roots import Target
 from spark_jobs.checkpoints.snapshots import list_snapshots, prune, take_snapshot
 from spark_jobs.checkpoints.synthetic import LiveWriter, make_checkpoint
+from spark_jobs.cli import main as cli_main
 from spark_jobs.errors import UserError
 
 pytestmark = pytest.mark.unit
@@ -155,3 +157,37 @@ def test_snapshots_of_a_running_checkpoint_restore_clean(t, tmp_path):
         assert max(v for s in lay.data_stores() for v in s.versions) == snap["batch"] + 1
     for man in list_snapshots(t.snapshot_root):
         assert "_statekeeper/lock" not in {f["path"] for f in man["files"]}
+
+
+def _delta_log(table: Path, app_id: str, batch: int, as_checkpoint: bool) -> None:
+    """The txn bookkeeping of a table an idempotent stream wrote: in a JSON commit, or only in
+    a Delta checkpoint after log cleanup (the same columns Delta writes)."""
+    log = table / "_delta_log"
+    log.mkdir(parents=True)
+    txn = {"appId": app_id, "version": batch, "lastUpdated": 1}
+    if not as_checkpoint:
+        (log / f"{0:020d}.json").write_text(json.dumps({"txn": txn}) + "\n")
+        return
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"txn": [txn, None]}), log / f"{10:020d}.checkpoint.parquet")
+
+
+@pytest.mark.parametrize("as_checkpoint", [False, True])
+def test_run_refuses_a_new_checkpoint_on_a_table_another_query_wrote(
+    tmp_path, capsys, as_checkpoint
+):
+    out = tmp_path / "out"
+    _delta_log(out, "1b7e3c9a-old-query", 41, as_checkpoint)
+    (tmp_path / "land").mkdir()
+    args = ["run", "dedup_events", "--input", str(tmp_path / "land"), "--output", str(out)]
+    assert cli_main([*args, "--checkpoint", str(tmp_path / "new")]) == 4
+    err = capsys.readouterr().err
+    assert "1b7e3c9a-old-query" in err and "--new-checkpoint-for-existing-table" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "new").exists()
+    # The same query's checkpoint passes the guard (the quarantine table is new: no writes).
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "metadata").write_text(json.dumps({"id": "1b7e3c9a-old-query"}) + "\n")
+    writer_guard.check_outputs(str(out), str(out / "_quarantine"), str(own))
