@@ -1,8 +1,9 @@
 """### Checkpoint maintenance
 
 Daily, for every job whose spec has `snapshots:`: `python -m spark_jobs checkpoint validate`
-(errors fail the job's branch), `checkpoint snapshot` (an incremental, consistent copy taken only
-while no driver holds the checkpoint) and `checkpoint prune` (keeps the spec's count and recovery
+(errors fail the job's branch), `checkpoint snapshot` (an incremental, consistent copy as of the
+last committed batch, taken live while a driver holds the checkpoint, as the continuous job's
+always does) and `checkpoint prune` (keeps the spec's count and recovery
 window; `dry_run` only says what would go).
 """
 

@@ -57,7 +57,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UserError("--run-for must be positive")
     from spark_jobs.jobs.runner import run_job
 
-    summary = run_job(spec, conf=parse_conf(args.conf), run_for=run_for)
+    summary = run_job(
+        spec,
+        conf=parse_conf(args.conf),
+        run_for=run_for,
+        new_checkpoint_for_existing_table=args.new_checkpoint_for_existing_table,
+    )
     print(summary.line())
     return 0
 
@@ -102,6 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--run-for", metavar="DURATION", help="stop a processing-time run after this long"
     )
     sp.add_argument("--conf", action="append", metavar="KEY=VALUE", help="extra Spark conf")
+    sp.add_argument(
+        "--new-checkpoint-for-existing-table",
+        action="store_true",
+        help="let a new checkpoint write into an output (or quarantine) table that another "
+        "checkpoint's query already wrote: the new query re-reads all input and appends every "
+        "row again (duplicates, unless the table was emptied or the input is new)",
+    )
     sp.set_defaults(func=cmd_run)
 
     from spark_jobs.generate import KINDS as GEN_KINDS

@@ -91,6 +91,19 @@ def cmd_prune(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tables_text(r: dict[str, Any]) -> str:
+    parts = []
+    for q in r.get("queries") or []:
+        where = f"table {q['table']}"
+        back = (
+            f"back to version {q['table_version']}"
+            if q["table_version"] is not None
+            else "had nothing to undo"
+        )
+        parts.append(f"{where} {back}, query {q['checkpoint'] or 'main'} id {q['new_query_id']}")
+    return "; ".join(parts)
+
+
 def cmd_restore(args: argparse.Namespace) -> int:
     from spark_jobs.checkpoints.restore import restore
 
@@ -99,40 +112,49 @@ def cmd_restore(args: argparse.Namespace) -> int:
         args.snapshot,
         dry_run=args.dry_run,
         force=args.force,
-        new_query_id=args.new_query_id,
+        keep_tables=args.keep_tables,
+        output=args.output,
     )
     if args.dry_run:
-        text = f"would restore snapshot {r['snapshot']} (batch {r['batch']}, {r['files']} files) into {r['checkpoint']}; old checkpoint would go to {r['old_checkpoint_aside']}"
+        text = f"would restore snapshot {r['snapshot']} (batch {r['batch']}, {r['files']} files) into {r['checkpoint']}; old checkpoint would go to {r['old_checkpoint_aside']}; tables put back: {', '.join(r['tables']) or 'none (--keep-tables)'}"
         _emit(args, r, text)
         return 0
     v = r["validation"]
     text = f"restored snapshot {r['snapshot']} (batch {r['batch']}) into {r['checkpoint']}; old checkpoint kept at {r['old_checkpoint_aside']}; validation: {v['status']}"
+    if r.get("queries"):
+        text += "\n" + _tables_text(r)
     _emit(args, r, text)
     return int(v["exit_code"])
 
 
 def cmd_rollback(args: argparse.Namespace) -> int:
-    from spark_jobs.checkpoints.rollback import delta_version_of_batch, rollback
+    from spark_jobs.checkpoints.rollback import rollback
 
     t = _target(args)
-    r = rollback(t, args.to_batch, new_query_id=args.new_query_id, dry_run=args.dry_run)
-    output = args.output or getattr(t.spec, "output", None)
-    notes = []
-    if output and r.get("query_id"):
-        qid = r["query_id"]
-        v = delta_version_of_batch(output, [qid, f"statekeeper-{qid}"], args.to_batch)
-        r["delta_output"] = output
-        r["delta_version_of_batch"] = v
-        if v is not None and r["moved_batches"]:
-            notes.append(
-                f"output {output}: batch {args.to_batch} is table version {v}; see docs/checkpoints.md before running again"
-            )
+    r = rollback(
+        t, args.to_batch, dry_run=args.dry_run, keep_tables=args.keep_tables, output=args.output
+    )
     verb = "would move" if args.dry_run else "moved"
     text = f"rollback to batch {args.to_batch} (was {r['last_committed_before']}): {verb} {r['moved']} files of batches {r['moved_batches'] or 'none'} to {r['aside']}"
-    if r.get("new_query_id"):
-        text += f"; new query id {r['new_query_id']}"
-    _emit(args, r, "\n".join([text, *notes]))
+    if r.get("queries"):
+        text += "\n" + ("would put back: " if args.dry_run else "") + _tables_text(r)
+    _emit(args, r, text)
     return 0
+
+
+def _add_table_args(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument(
+        "--output",
+        metavar="URI",
+        help="the job's Delta output table (default: the job spec's); its _quarantine too",
+    )
+    sp.add_argument(
+        "--keep-tables",
+        action="store_true",
+        help="move only the checkpoint, keeping its query ids and the tables as they are: Delta "
+        "then skips the re-run batch ids and rows of re-planned batches are lost; right only "
+        "when the tables are rebuilt from scratch (docs/checkpoints.md)",
+    )
 
 
 def register(subparsers: Any) -> None:
@@ -189,11 +211,7 @@ def register(subparsers: Any) -> None:
         "put a snapshot back in place, atomically; old checkpoint kept aside",
     )
     sp.add_argument("--snapshot", metavar="ID", help="snapshot id (default: the newest valid one)")
-    sp.add_argument(
-        "--new-query-id",
-        action="store_true",
-        help="give the restored checkpoint a new query id (see docs/checkpoints.md: Delta sinks)",
-    )
+    _add_table_args(sp)
     sp.add_argument(
         "--force",
         action="store_true",
@@ -206,16 +224,7 @@ def register(subparsers: Any) -> None:
         "make batch N the last committed one (state for N must be on disk)",
     )
     sp.add_argument("--to-batch", type=int, required=True, metavar="N")
-    sp.add_argument(
-        "--new-query-id",
-        action="store_true",
-        help="give the checkpoint a new query id (see docs/checkpoints.md: Delta sinks)",
-    )
-    sp.add_argument(
-        "--output",
-        metavar="URI",
-        help="the job's Delta output, to say which table version batch N wrote",
-    )
+    _add_table_args(sp)
     sp.add_argument("--dry-run", action="store_true")
 
 

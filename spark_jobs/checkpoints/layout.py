@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,12 @@ STATEKEEPER_DIR = paths.STATEKEEPER_DIR
 # V.delta, V.snapshot, V.changelog, V.zip, and checkpoint format v2's V_<uuid>.zip/.changelog
 _VERSION_FILE = re.compile(r"^(\d+)(?:_[0-9a-fA-F-]+)?\.(delta|snapshot|changelog|zip)$")
 _BATCH_FILE = re.compile(r"^(\d+)$")
+# The same names as moved or copied, with Hadoop's hidden ``.<name>.crc`` beside them.
+BATCH_NAME = re.compile(r"^\.?(\d+)(\.crc)?$")
+SOURCE_LOG_NAME = re.compile(r"^\.?(\d+)(\.compact)?(\.crc)?$")
+STATE_VERSION_NAME = re.compile(
+    r"^\.?(\d+)(?:_[0-9a-fA-F-]+)?\.(delta|snapshot|changelog|zip)(\.crc)?$"
+)
 
 
 @dataclass(frozen=True)
@@ -195,7 +202,10 @@ def _walk_local(root: str, sizes: bool) -> dict[str, dict[str, FileInfo]]:
             if e.is_dir(follow_symlinks=False):
                 stack.append((prefix + e.name, e.path))
             elif sizes:
-                st = e.stat(follow_symlinks=False)
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    continue  # removed since the folder was read (a running query's cleanup)
                 here[e.name] = FileInfo(prefix + e.name, st.st_size, st.st_mtime)
             else:
                 here[e.name] = FileInfo(prefix + e.name, -1, 0.0)
@@ -248,13 +258,22 @@ def parse_log_file(text: str) -> tuple[str, dict[str, Any], list[str]]:
 PARSE_TAIL = 256
 
 
-def read_layout(uri: str, parse_tail: int = PARSE_TAIL, sizes: bool = True) -> Layout:
+def read_layout(
+    uri: str,
+    parse_tail: int = PARSE_TAIL,
+    sizes: bool = True,
+    listing: dict[str, dict[str, FileInfo]] | None = None,
+    read: Callable[[str], str] | None = None,
+) -> Layout:
     """List ``uri`` once and parse what the checks need; never writes.
 
     ``sizes=False`` (validation) skips the per-file stat: byte counts stay 0, except for the
     metadata file and the file-source logs' compact files, which are stat'ed one by one.
+    ``listing`` (as ``list_files`` returns it) analyses that subset of the files instead: what
+    a snapshot of a live checkpoint copies.
     """
-    dirs = list_files(uri, sizes)
+    dirs = listing if listing is not None else list_files(uri, sizes)
+    text = read or (lambda rel: read_text(uri, rel))
     if dirs is None:
         return Layout(uri=uri, exists=False)
     files = {f.path: f for folder in dirs.values() for f in folder.values()}
@@ -297,7 +316,7 @@ def read_layout(uri: str, parse_tail: int = PARSE_TAIL, sizes: bool = True) -> L
         if files["metadata"].size < 0:
             files["metadata"] = stat_file(uri, "metadata") or files["metadata"]
         try:
-            meta = json.loads(read_text(uri, "metadata").splitlines()[0])
+            meta = json.loads(text("metadata").splitlines()[0])
             lay.query_id = str(meta["id"])
         except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
             lay.metadata_error = f"unreadable ({type(exc).__name__})"
@@ -315,7 +334,12 @@ def read_layout(uri: str, parse_tail: int = PARSE_TAIL, sizes: bool = True) -> L
         if rel in lay.unparsable:
             continue
         try:
-            _version, meta, _rest = parse_log_file(read_text(uri, rel))
+            _version, meta, _rest = parse_log_file(text(rel))
+        except FileNotFoundError:
+            # Removed since the listing (a running query's cleanup of old batches): not broken.
+            (lay.offsets if kind == "offsets" else lay.commits).remove(b)
+            lay.files.pop(rel, None)
+            continue
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             lay.unparsable[rel] = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
             continue
@@ -328,7 +352,7 @@ def read_layout(uri: str, parse_tail: int = PARSE_TAIL, sizes: bool = True) -> L
         rel = f"state/{op}/_metadata/metadata"
         if rel in files:
             try:
-                _v, meta, _rest = parse_log_file(read_text(uri, rel))
+                _v, meta, _rest = parse_log_file(text(rel))
                 lay.operators[op] = meta
             except (OSError, UnicodeDecodeError, ValueError):
                 lay.operators[op] = {}

@@ -6,20 +6,23 @@
    on Linux, so there is no instant without a whole checkpoint at the path (elsewhere two
    renames);
 3. the old checkpoint is renamed ``<checkpoint>.replaced-<time>`` beside it, never deleted.
+
+Before the swap, each query's Delta table goes back to before the batches the restored
+checkpoint will re-run, and each query gets a new id (``queries``): the default, because
+anything else loses or repeats rows.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import json
 import os
 import shutil
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
+from spark_jobs.checkpoints import queries
 from spark_jobs.checkpoints import snapshots as snapmod
 from spark_jobs.checkpoints.roots import Target
 from spark_jobs.checkpoints.validate import validate_checkpoint
@@ -58,18 +61,25 @@ def restore(
     snap_id: str | None = None,
     dry_run: bool = False,
     force: bool = False,
-    new_query_id: bool = False,
+    keep_tables: bool = False,
+    output: str | None = None,
+    spark: Any = None,
 ) -> dict[str, Any]:
-    """Bring snapshot ``snap_id`` (default: the newest valid one) back as ``target.checkpoint``."""
+    """Bring snapshot ``snap_id`` (default: the newest valid one) back as ``target.checkpoint``.
+
+    By default every query of the job (its own, the quarantine query) comes back safe to re-run
+    (``queries``): its table goes back to before the batches after the snapshot's, and its
+    checkpoint gets a new id. ``keep_tables`` puts back only the checkpoint, ids and all."""
     ck = local_checkpoint(target, "restore")
     man = snapmod.find_snapshot(target.snapshot_root, snap_id)
     if man.get("job") not in (None, target.job) and not force:
         raise UserError(
             f"snapshot {man['id']} is of job {man['job']}, not {target.job}; pass --force if you mean it"
         )
+    tables = {} if keep_tables else queries.tables_for(target, output, "restore")
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     aside = ck.with_name(f"{ck.name}.replaced-{stamp}")
-    plan = {
+    plan: dict[str, Any] = {
         "checkpoint": str(ck),
         "snapshot": man["id"],
         "batch": man["batch"],
@@ -77,6 +87,7 @@ def restore(
         "files": len(man["files"]),
         "bytes": man["bytes"],
         "old_checkpoint_aside": str(aside) if ck.exists() else None,
+        "tables": sorted(tables.values()),
         "dry_run": dry_run,
     }
     if dry_run:
@@ -84,38 +95,34 @@ def restore(
     ck.parent.mkdir(parents=True, exist_ok=True)
     staged = ck.with_name(f".{ck.name}.restore-{stamp}")
     old_lock = JobLock(str(ck), job=target.job, purpose="restore") if ck.exists() else None
+    swapped: list[bool] = []  # set the moment the new checkpoint is in place
     with snapmod.store_lock(target.snapshot_root):
         if old_lock is not None:
             old_lock.acquire()  # no run may start (or be running) while we build and swap
         try:
             _build(man, target.snapshot_root, staged)
-            if new_query_id:  # see docs/checkpoints.md: Delta sinks skip batch ids they have seen
-                plan["new_query_id"] = str(uuid.uuid4())
-                (staged / ".metadata.crc").unlink(missing_ok=True)
-                (staged / "metadata").write_text(json.dumps({"id": plan["new_query_id"]}) + "\n")
             report = validate_checkpoint(str(staged))
             if report.errors and not force:
-                shutil.rmtree(staged, ignore_errors=True)
                 first = report.errors[0]
                 raise UserError(
                     f"snapshot {man['id']} does not validate ([{first.code}] {first.message}); nothing changed; pick another with --snapshot"
                 )
+            resets = queries.plan_resets(staged, tables)
+            plan["queries"] = [r.to_dict() for r in resets]
+            if ck.exists() and any(r.table_version is not None for r in resets):
+                # Until the swap, the old checkpoint must not run against tables put back.
+                queries.mark_pending(ck, "restore")
+            queries.restore_tables(resets, spark)
+            queries.set_query_ids(staged, resets)
             new_lock = JobLock(str(staged), job=target.job, purpose="restore").acquire()
             try:
-                if ck.exists():
-                    if exchange(staged, ck):
-                        staged.rename(aside)  # the old checkpoint now sits at the staged name
-                    else:
-                        ck.rename(aside)
-                        staged.rename(ck)
-                else:
-                    staged.rename(ck)
+                _swap(staged, ck, aside, swapped)
                 after = validate_checkpoint(str(ck))
             finally:
                 new_lock.release()
         except BaseException:
-            if staged.exists() and not (ck.exists() and aside.exists()):
-                shutil.rmtree(staged, ignore_errors=True)
+            if not swapped and staged.exists():
+                shutil.rmtree(staged, ignore_errors=True)  # our copy; the checkpoint is untouched
             raise
         finally:
             if old_lock is not None:
@@ -124,10 +131,37 @@ def restore(
     return plan
 
 
+def _swap(staged: Path, ck: Path, aside: Path, swapped: list[bool]) -> None:
+    """Put ``staged`` at ``ck`` and the old checkpoint at ``aside``. There is always a whole
+    checkpoint at ``ck``: a fallback cut short between its renames puts the old one back (a
+    missing checkpoint would be a new one, and a new query writes every row again)."""
+    if not ck.exists():
+        staged.rename(ck)
+        swapped.append(True)
+        return
+    if exchange(staged, ck):
+        swapped.append(True)
+        staged.rename(aside)  # the old checkpoint now sits at the staged name
+        return
+    ck.rename(aside)
+    try:
+        staged.rename(ck)
+    except BaseException:
+        if not ck.exists():
+            aside.rename(ck)
+        raise
+    swapped.append(True)
+
+
 def _build(man: dict[str, Any], store_root: str, staged: Path) -> None:
     staged.mkdir(parents=True)
+    base = staged.resolve()
     for f in man["files"]:
+        if not snapmod.safe_relative(f["path"]):
+            raise UserError(f"snapshot {man['id']} lists an unsafe path {f['path']!r}")
         dest = staged / f["path"]
+        if not dest.resolve().is_relative_to(base):  # the manifest was checked; belt and braces
+            raise UserError(f"snapshot {man['id']} path {f['path']!r} leads outside the checkpoint")
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(snapmod.read_object(store_root, f["sha256"]))
         os.utime(dest, (f["mtime"], f["mtime"]))  # the next snapshot's quick check reuses them

@@ -2,32 +2,33 @@
 
 Allowed only when N has both its offset and commit files and every state store can still rebuild
 version N + 1 (what a restart after batch N loads). Nothing is deleted: offsets and commits after
-N, state versions after N + 1 (a restart would write them again) and, with ``--new-query-id``,
-the old ``metadata`` are moved under ``_statekeeper/rollback/<time>/`` with their relative paths.
+N, state versions after N + 1 (a restart would write them again) and the old ``metadata`` (the
+query gets a new id, see ``queries``) are moved under ``_statekeeper/rollback/<time>/`` with their relative paths.
 The file source's own log (``sources/``) is left alone: Spark re-reads the files it logged for the
 dropped batches. What this means for a Delta sink is in docs/checkpoints.md.
 """
 
 from __future__ import annotations
 
-import json
-import re
 import time
-import uuid
-from pathlib import Path
 from typing import Any
 
-from spark_jobs.checkpoints.layout import STATEKEEPER_DIR, read_layout
+from spark_jobs.checkpoints import queries
+from spark_jobs.checkpoints.delta_txn import delta_version_of_batch
+from spark_jobs.checkpoints.layout import (
+    BATCH_NAME,
+    STATE_VERSION_NAME,
+    STATEKEEPER_DIR,
+    read_layout,
+)
 from spark_jobs.checkpoints.restore import local_checkpoint
 from spark_jobs.checkpoints.roots import Target
 from spark_jobs.checkpoints.validate import validate_checkpoint
 from spark_jobs.errors import UserError
 from spark_jobs.runtime.lock import JobLock
 
-_STATE_VERSION = re.compile(
-    r"^\.?(\d+)(?:_[0-9a-fA-F-]+)?\.(delta|snapshot|changelog|zip)(\.crc)?$"
-)
-_BATCH = re.compile(r"^\.?(\d+)(\.crc)?$")
+_STATE_VERSION = STATE_VERSION_NAME
+_BATCH = BATCH_NAME
 
 
 def plan_rollback(lay: Any, to_batch: int) -> list[str]:
@@ -63,14 +64,26 @@ def plan_rollback(lay: Any, to_batch: int) -> list[str]:
 
 
 def rollback(
-    target: Target, to_batch: int, new_query_id: bool = False, dry_run: bool = False
+    target: Target,
+    to_batch: int,
+    dry_run: bool = False,
+    keep_tables: bool = False,
+    output: str | None = None,
+    spark: Any = None,
 ) -> dict[str, Any]:
+    """Make ``to_batch`` the job query's last committed batch. By default its output table goes
+    back to before the batches after it and the checkpoint gets a new query id (``queries``);
+    ``keep_tables`` moves only the checkpoint's files. The quarantine query is not rolled back:
+    it has kept every bad record once already."""
     ck = local_checkpoint(target, "rollback")
+    tables = {} if keep_tables else queries.tables_for(target, output, "rollback")
+    tables = {k: v for k, v in tables.items() if k == queries.MAIN}
     with JobLock(str(ck), job=target.job, purpose="rollback"):
         lay = read_layout(str(ck))
         if not lay.exists or not lay.offsets:
             raise UserError(f"checkpoint {ck} has no batches; nothing to roll back")
         moves = plan_rollback(lay, to_batch)
+        resets = queries.plan_resets(ck, tables, batches={queries.MAIN: to_batch})
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         aside = ck / STATEKEEPER_DIR / "rollback" / stamp
         result: dict[str, Any] = {
@@ -87,52 +100,24 @@ def rollback(
                 }
             ),
             "aside": str(aside),
+            "queries": [r.to_dict() for r in resets],
             "dry_run": dry_run,
         }
-        if new_query_id:
-            result["new_query_id"] = str(uuid.uuid4())
+        if resets:
+            result["new_query_id"] = resets[0].new_query_id
         if dry_run:
             return result
+        if any(r.table_version is not None for r in resets):
+            queries.mark_pending(ck, "rollback")
+        queries.restore_tables(resets, spark)
         for rel in moves:
             dest = aside / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             (ck / rel).rename(dest)
-        if new_query_id:
-            (aside).mkdir(parents=True, exist_ok=True)
-            (ck / "metadata").rename(aside / "metadata")
-            tmp = ck / ".metadata.rollback.tmp"
-            tmp.write_text(json.dumps({"id": result["new_query_id"]}) + "\n")
-            tmp.rename(ck / "metadata")
-            _drop_crc(ck / ".metadata.crc", aside)
+        queries.set_query_ids(ck, resets, aside)
+        queries.clear_pending(ck)
         result["validation"] = validate_checkpoint(str(ck)).to_dict()
     return result
 
 
-def _drop_crc(crc: Path, aside: Path) -> None:
-    # Hadoop's local file system checks a file against its .crc; a rewritten file must lose it.
-    if crc.exists():
-        crc.rename(aside / crc.name)
-
-
-def delta_version_of_batch(table: str, app_ids: list[str], batch: int) -> int | None:
-    """The Delta table version whose commit recorded ``txn`` (app id, ``batch``), if any.
-
-    Delta's streaming sink (app id = query id) and our idempotent MERGE (``statekeeper-<query
-    id>``) both record one; read from the JSON commits, so no Spark is needed.
-    """
-    from spark_jobs.checkpoints.layout import filesystem
-
-    fs, root = filesystem(table)
-    log = f"{root}/_delta_log"
-    if not fs.exists(log):
-        return None
-    found = None
-    for path in sorted(fs.glob(f"{log}/*.json")):
-        version = int(path.rsplit("/", 1)[-1].split(".")[0])
-        for line in fs.cat_file(path).decode().splitlines():
-            if '"txn"' not in line:
-                continue
-            txn = json.loads(line).get("txn") or {}
-            if txn.get("appId") in app_ids and int(txn.get("version", -1)) == batch:
-                found = version
-    return found
+__all__ = ["delta_version_of_batch", "plan_rollback", "rollback"]

@@ -1,10 +1,12 @@
 """Where the checkpoint commands may act: the configured checkpoint and snapshot roots.
 
-Roots are the folders holding the job specs' checkpoints, ``<data>/snapshots`` (the default
-snapshot root is ``<data>/snapshots/<job>``), and the folders listed in
+Roots are ``<data>/checkpoints``, ``<data>/backfill``, the folders holding the job specs'
+checkpoints, ``<data>/snapshots`` (the default snapshot root is ``<data>/snapshots/<job>``), and
+the folders listed in
 ``$STATEKEEPER_CHECKPOINT_ROOTS`` / ``$STATEKEEPER_SNAPSHOT_ROOTS`` (``:``-separated). A path
 that resolves outside them (``..``, a symlink, a typo'd absolute path) is refused before anything
-is read or written.
+is read or written. Inside a root, a Delta table, a job's output or Airflow's home is still no
+checkpoint.
 """
 
 from __future__ import annotations
@@ -35,19 +37,56 @@ def _env_roots(name: str) -> list[str]:
 
 
 def checkpoint_roots() -> list[str]:
-    roots = [str(paths.data_dir())] + _env_roots(CHECKPOINT_ROOTS_ENV)
+    """``<data>/checkpoints``, ``<data>/backfill`` (a backfill's own checkpoint), the folders
+    holding the specs' checkpoints and the env's. Never the data folder itself: it also holds
+    the tables, the landing folders and Airflow's home."""
+    data = paths.data_dir()
+    roots = [str(data / "checkpoints"), str(data / "backfill")] + _env_roots(CHECKPOINT_ROOTS_ENV)
     try:
         from spark_jobs.runtime.spec import load_all
 
-        roots += [
+        specs = load_all()
+    except UserError:
+        specs = []  # a broken spec elsewhere must not block maintenance of this checkpoint
+    for s in specs:
+        parent = (
             str(Path(s.checkpoint).parent)
             if "://" not in s.checkpoint
             else s.checkpoint.rsplit("/", 1)[0]
-            for s in load_all()
-        ]
-    except UserError:
-        pass  # a broken spec elsewhere must not block maintenance of this checkpoint
+        )
+        if "://" in parent or not Path(data).resolve().is_relative_to(Path(parent).resolve()):
+            roots.append(parent)  # a spec's folder, unless it is the data folder or above it
     return list(dict.fromkeys(roots))
+
+
+def not_checkpoints() -> list[str]:
+    """Folders that are never checkpoints even under a root: Airflow's home and the tables."""
+    out = [str(paths.data_dir() / "airflow")]
+    if os.environ.get("AIRFLOW_HOME"):
+        out.append(os.environ["AIRFLOW_HOME"])
+    try:
+        from spark_jobs.runtime.spec import load_all
+
+        out += [s.output for s in load_all()]
+    except UserError:
+        pass  # the _delta_log check below still stands
+    return out
+
+
+def check_is_checkpoint(ck: str) -> None:
+    """Refuse a folder that is (or is inside) a Delta table, a job's output or Airflow's home."""
+    for other in not_checkpoints():
+        o = normalise(other).rstrip("/")
+        if ck == o or ck.startswith(o + "/"):
+            raise UserError(
+                f"{ck} lies in {o}, which is not a checkpoint folder; name a checkpoint"
+            )
+    local = paths.local_path(ck)
+    if local is None:
+        return
+    for folder in (local, *local.parents):
+        if (folder / "_delta_log").is_dir():
+            raise UserError(f"{ck} is inside the Delta table {folder}, not a checkpoint")
 
 
 def snapshot_roots() -> list[str]:
@@ -106,6 +145,7 @@ def resolve(job: str | None, checkpoint: str | None, snapshot_root: str | None =
     assert checkpoint is not None
     name = job or Path(normalise(checkpoint).rstrip("/")).name
     ck = confine(checkpoint, checkpoint_roots(), "checkpoint", CHECKPOINT_ROOTS_ENV)
+    check_is_checkpoint(ck)
     snap = confine(
         snapshot_root or default_snapshot_root(name),
         snapshot_roots(),

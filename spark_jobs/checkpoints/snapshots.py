@@ -16,24 +16,28 @@ exist, and its objects go at the next prune.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
 import os
+import re
+import stat
 import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from spark_jobs.checkpoints.layout import STATEKEEPER_DIR, filesystem, read_layout
+from spark_jobs.checkpoints.layout import STATEKEEPER_DIR, filesystem, list_files, read_layout
 from spark_jobs.checkpoints.roots import Target
-from spark_jobs.errors import UserError
+from spark_jobs.errors import LockHeld, UserError
 from spark_jobs.runtime import paths
-from spark_jobs.runtime.lock import JobLock
+from spark_jobs.runtime.lock import JobLock, holder
 
 MANIFEST = "manifest.json"
 FORMAT = 1
-_SKIP = {f"{STATEKEEPER_DIR}/{paths.LOCK_FILE}"}  # the lock is a live handle, not content
+# The lock is a live handle, not content; a pending marker belongs to the checkpoint it is in.
+_SKIP = {f"{STATEKEEPER_DIR}/{paths.LOCK_FILE}", f"{STATEKEEPER_DIR}/{paths.PENDING_FILE}"}
 CHUNK = 1 << 20
 
 
@@ -79,9 +83,54 @@ def list_snapshots(root: str) -> list[dict[str, Any]]:
             man = json.loads(fs.cat_file(f"{entry.rstrip('/')}/{MANIFEST}"))
         except (FileNotFoundError, ValueError, OSError):
             continue  # an interrupted snapshot: no manifest, not a snapshot
+        check_manifest(man, entry.rstrip("/").rsplit("/", 1)[-1], root)
         out.append(man)
     out.sort(key=lambda m: (m.get("created_ts", 0), m.get("id", "")), reverse=True)
     return out
+
+
+_SNAPSHOT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def safe_relative(path: object) -> bool:
+    """A relative path that stays inside the folder it is joined to: no ``..``, no absolute
+    path, no empty or ``.`` segment, no backslash or NUL."""
+    if not isinstance(path, str) or not path or "\\" in path or "\x00" in path:
+        return False
+    return not path.startswith("/") and all(p not in ("", ".", "..") for p in path.split("/"))
+
+
+def check_manifest(man: Any, folder: str, root: str) -> None:
+    """Refuse a manifest whose ids or paths could lead outside the store or the checkpoint
+    (a manifest is data anyone with write access to the store may have written)."""
+    where = f"snapshot manifest {root}/snapshots/{folder}/{MANIFEST}"
+    if not isinstance(man, dict):
+        raise UserError(f"{where} is not a JSON object; remove that snapshot folder")
+    snap_id = man.get("id")
+    if not isinstance(snap_id, str) or not _SNAPSHOT_ID.match(snap_id) or snap_id != folder:
+        raise UserError(
+            f"{where} has id {snap_id!r}, not its folder's name; refusing to use the store "
+            "until that snapshot folder is removed"
+        )
+    files = man.get("files")
+    if not isinstance(files, list):
+        raise UserError(f"{where} has no file list; remove that snapshot folder")
+    for f in files:
+        ok = (
+            isinstance(f, dict)
+            and safe_relative(f.get("path"))
+            and isinstance(f.get("sha256"), str)
+            and bool(_SHA256.match(f["sha256"]))
+            and isinstance(f.get("size"), int)
+            and isinstance(f.get("mtime"), int | float)
+        )
+        if not ok:
+            shown = f.get("path") if isinstance(f, dict) else f
+            raise UserError(
+                f"{where} lists an unsafe or malformed file {shown!r}; refusing to use the "
+                "store until that snapshot folder is removed"
+            )
 
 
 def newest_valid(root: str) -> dict[str, Any] | None:
@@ -104,88 +153,142 @@ def find_snapshot(root: str, snap_id: str | None) -> dict[str, Any]:
 
 
 def take_snapshot(target: Target, dry_run: bool = False) -> dict[str, Any]:
-    """Copy ``target.checkpoint`` into the store under the job's lock; returns the manifest summary."""
-    from spark_jobs.checkpoints.validate import validate_checkpoint
+    """Copy ``target.checkpoint`` into the store; returns the manifest summary.
 
+    With the job's lock free it is held during the copy (nothing writes meanwhile); while a run
+    holds it (a continuous job), the copy is cut at each query's last committed batch (see
+    ``live``)."""
     started = time.perf_counter()
-    with (
-        JobLock(target.checkpoint, job=target.job, purpose="snapshot"),
-        store_lock(target.snapshot_root),
-    ):
-        lay = read_layout(target.checkpoint)
-        if not lay.exists or lay.last_committed is None:
-            raise UserError(
-                f"checkpoint {target.checkpoint} has no committed batch yet; nothing to snapshot"
-            )
-        report = validate_checkpoint(target.checkpoint, layout=lay)
-        previous = {}
-        snaps = list_snapshots(target.snapshot_root)
-        if snaps:
-            previous = {f["path"]: f for f in snaps[0]["files"]}
-        fs_out, store = _store(target.snapshot_root)
-        fs_in, ck_root = filesystem(target.checkpoint)
-        stored = _object_names(fs_out, store)
-        files, new_files, new_bytes, reused = [], 0, 0, 0
-        for rel in sorted(lay.files):
-            info = lay.files[rel]
-            if rel in _SKIP or rel in lay.temp_files:
-                continue
-            prev = previous.get(rel)
-            if (
-                prev
-                and prev["size"] == info.size
-                and prev["mtime"] == info.mtime
-                and prev["sha256"] in stored
-            ):
-                sha = prev["sha256"]
-                reused += 1
-            elif dry_run:
-                sha, added = "", True
-                new_files += 1
-                new_bytes += info.size
-            else:
-                sha, added = _store_object(fs_in, f"{ck_root}/{rel}", fs_out, store)
-                if added:
-                    new_files += 1
-                    new_bytes += info.size
-            files.append({"path": rel, "size": info.size, "mtime": info.mtime, "sha256": sha})
-        now = time.time()
-        snap_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now)) + f"-b{lay.last_committed}"
-        if any(m["id"] == snap_id for m in snaps):
-            snap_id += "-" + uuid.uuid4().hex[:6]
-        manifest = {
-            "format": FORMAT,
-            "id": snap_id,
-            "job": target.job,
-            "checkpoint": target.checkpoint,
-            "query_id": lay.query_id,
-            "batch": lay.last_committed,
-            "uncommitted": lay.uncommitted,
-            "batch_time_ms": (lay.offset_meta.get(lay.last_committed) or {}).get(
-                "batchTimestampMs"
-            ),
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
-            "created_ts": now,
-            "valid": not report.errors,
-            "findings": report.codes,
-            "files": files,
-            "bytes": sum(f["size"] for f in files),
-            "new_files": new_files,
-            "new_bytes": new_bytes,
-            "reused_files": reused,
-        }
-        if not dry_run:
-            path = f"{store}/snapshots/{snap_id}/{MANIFEST}"
-            fs_out.makedirs(f"{store}/snapshots/{snap_id}", exist_ok=True)
-            tmp = path + ".tmp"
-            with fs_out.open(tmp, "w") as fh:
-                json.dump(manifest, fh)
-            fs_out.mv(tmp, path)
+    lock: JobLock | None = JobLock(target.checkpoint, job=target.job, purpose="snapshot")
+    try:
+        assert lock is not None
+        lock.acquire()
+    except LockHeld:
+        who = holder(target.checkpoint)
+        if not who or who.get("purpose") != "run":
+            raise  # a restore, rollback or other snapshot: wait for it
+        lock = None
+    try:
+        with store_lock(target.snapshot_root):
+            manifest = _snapshot(target, dry_run, live_run=lock is None)
+    finally:
+        if lock is not None:
+            lock.release()
     summary = {k: v for k, v in manifest.items() if k != "files"}
-    summary["files"] = len(files)
+    summary["files"] = len(manifest["files"])
     summary["dry_run"] = dry_run
     summary["seconds"] = round(time.perf_counter() - started, 3)
     return summary
+
+
+def _snapshot(target: Target, dry_run: bool, live_run: bool) -> dict[str, Any]:
+    from spark_jobs.checkpoints import live
+    from spark_jobs.checkpoints.validate import validate_checkpoint
+
+    batches = live.committed_batches(target.checkpoint) if live_run else {}
+    listing = list_files(target.checkpoint)  # after the commits: see live's docstring
+    if listing is None:
+        raise UserError(f"checkpoint {target.checkpoint} does not exist; nothing to snapshot")
+    if live_run:
+        listing = live.select(listing, batches)
+    lay = read_layout(target.checkpoint, listing=listing)
+    if lay.last_committed is None:
+        raise UserError(
+            f"checkpoint {target.checkpoint} has no committed batch yet; nothing to snapshot"
+        )
+    previous = {}
+    snaps = list_snapshots(target.snapshot_root)
+    if snaps:
+        previous = {f["path"]: f for f in snaps[0]["files"]}
+    fs_out, store = _store(target.snapshot_root)
+    fs_in, ck_root = filesystem(target.checkpoint)
+    local = paths.local_path(target.checkpoint)
+    stored = _object_names(fs_out, store)
+    files, new_files, new_bytes, reused, vanished = [], 0, 0, 0, []
+    for rel in sorted(lay.files):
+        info = lay.files[rel]
+        if rel in _SKIP or rel in lay.temp_files:
+            continue
+        try:
+            is_link = local is not None and stat.S_ISLNK(os.lstat(local / rel).st_mode)
+        except FileNotFoundError:
+            vanished.append(rel)  # Spark's cleanup removed an old version meanwhile
+            continue
+        if is_link:
+            raise UserError(
+                f"checkpoint {target.checkpoint} holds a symbolic link {rel}; snapshots never "
+                "follow links (Spark writes none): replace it with the file it points to"
+            )
+        prev = previous.get(rel)
+        size = info.size
+        if (
+            prev
+            and prev["size"] == info.size
+            and prev["mtime"] == info.mtime
+            and prev["sha256"] in stored
+        ):
+            sha = prev["sha256"]
+            reused += 1
+        elif dry_run:
+            sha = ""
+            new_files += 1
+            new_bytes += info.size
+        else:
+            try:
+                sha, added, size = _store_object(fs_in, f"{ck_root}/{rel}", fs_out, store, local)
+            except FileNotFoundError:
+                vanished.append(rel)  # Spark's cleanup removed an old version meanwhile
+                continue
+            if added:
+                new_files += 1
+                new_bytes += size
+        files.append({"path": rel, "size": size, "mtime": info.mtime, "sha256": sha})
+    if live_run and not dry_run:
+        # Validate what was copied, read from the store: the folder keeps changing.
+        sha_of = {f["path"]: f["sha256"] for f in files}
+        gone = set(vanished)
+        listing = {
+            d: {n: f for n, f in e.items() if f.path not in gone} for d, e in listing.items()
+        }
+        lay = read_layout(
+            target.checkpoint,
+            listing=listing,
+            read=lambda rel: read_object(target.snapshot_root, sha_of[rel]).decode("utf-8"),
+        )
+    report = validate_checkpoint(target.checkpoint, layout=lay)
+    batch = lay.last_committed if lay.last_committed is not None else -1
+    now = time.time()
+    snap_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now)) + f"-b{batch}"
+    if any(m["id"] == snap_id for m in snaps):
+        snap_id += "-" + uuid.uuid4().hex[:6]
+    manifest = {
+        "format": FORMAT,
+        "id": snap_id,
+        "job": target.job,
+        "checkpoint": target.checkpoint,
+        "query_id": lay.query_id,
+        "batch": batch,
+        "uncommitted": lay.uncommitted,
+        "live": live_run,
+        "batch_time_ms": (lay.offset_meta.get(batch) or {}).get("batchTimestampMs"),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
+        "created_ts": now,
+        "valid": not report.errors,
+        "findings": report.codes,
+        "files": files,
+        "bytes": sum(f["size"] for f in files),
+        "new_files": new_files,
+        "new_bytes": new_bytes,
+        "reused_files": reused,
+    }
+    if not dry_run:
+        path = f"{store}/snapshots/{snap_id}/{MANIFEST}"
+        fs_out.makedirs(f"{store}/snapshots/{snap_id}", exist_ok=True)
+        tmp = path + ".tmp"
+        with fs_out.open(tmp, "w") as fh:
+            json.dump(manifest, fh)
+        fs_out.mv(tmp, path)
+    return manifest
 
 
 def _object_names(fs: Any, store: str) -> set[str]:
@@ -201,23 +304,39 @@ def _object_names(fs: Any, store: str) -> set[str]:
     return {p.rsplit("/", 1)[-1] for p in fs.find(f"{store}/objects")}
 
 
-def _store_object(fs_in: Any, src: str, fs_out: Any, store: str) -> tuple[str, bool]:
-    """Hash ``src`` while copying it into the store; (sha256, whether it was new)."""
+def _store_object(
+    fs_in: Any, src: str, fs_out: Any, store: str, local: Any = None
+) -> tuple[str, bool, int]:
+    """Hash ``src`` while copying it into the store; (sha256, whether it was new, bytes).
+
+    A local file is opened with ``O_NOFOLLOW``: a link swapped in after the listing is refused,
+    never followed. The size is what was read (a log may grow while it is copied)."""
     tmp = f"{store}/objects/tmp-{uuid.uuid4().hex}"
     fs_out.makedirs(f"{store}/objects", exist_ok=True)
     digest = hashlib.sha256()
-    with fs_in.open(src, "rb") as fin, fs_out.open(tmp, "wb") as fout:
+    size = 0
+    if local is not None:
+        try:
+            fin = os.fdopen(os.open(src, os.O_RDONLY | os.O_NOFOLLOW), "rb")
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise UserError(f"{src} is a symbolic link; snapshots never follow links") from None
+            raise
+    else:
+        fin = fs_in.open(src, "rb")
+    with fin, fs_out.open(tmp, "wb") as fout:
         while chunk := fin.read(CHUNK):
             digest.update(chunk)
             fout.write(chunk)
+            size += len(chunk)
     sha = digest.hexdigest()
     final = object_path(store, sha)
     if fs_out.exists(final):
         fs_out.rm(tmp)
-        return sha, False
+        return sha, False, size
     fs_out.makedirs(final.rsplit("/", 1)[0], exist_ok=True)
     fs_out.mv(tmp, final)
-    return sha, True
+    return sha, True, size
 
 
 def read_object(target_root: str, sha: str) -> bytes:

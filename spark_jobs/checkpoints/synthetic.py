@@ -84,3 +84,85 @@ def make_checkpoint(
             (d / "SSTs").mkdir(exist_ok=True)
             (d / f"SSTs/000001-{uuid.UUID(int=part)}.sst").write_bytes(blob())
     return root
+
+
+class LiveWriter:
+    """A running query, files only: holds the job's lock (purpose ``run``) and writes batches
+    in Spark's order (source log, offsets, state version N + 1, commit), each file written to a
+    temp name and renamed as Spark does, while deleting state versions and logs older than
+    ``retain`` batches (Spark's cleanup). For tests of what can be copied while a job runs."""
+
+    def __init__(
+        self, root: str | Path, partitions: int = 2, retain: int = 5, pause: float = 0.002
+    ) -> None:
+        import threading
+
+        self.root = Path(root)
+        self.partitions = partitions
+        self.retain = retain
+        self.pause = pause
+        self.committed = -1
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> LiveWriter:
+        from spark_jobs.runtime.lock import JobLock
+
+        make_checkpoint(self.root, batches=1, partitions=self.partitions, store="hdfs")
+        self.committed = 0
+        self._lock = JobLock(str(self.root), job="live", purpose="run").acquire()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+        self._lock.release()
+
+    def _write(self, rel: str, data: bytes) -> None:
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4()}.tmp")
+        tmp.write_bytes(data)
+        tmp.rename(path)
+
+    def _run(self) -> None:
+        import time
+
+        b = self.committed + 1
+        while not self._stop.is_set():
+            self._write(f"sources/0/{b}", f"v1\n{json.dumps({'batchId': b})}".encode())
+            offset = offset_text(b, self.partitions, HDFS, 1_767_225_600_000, 60_000)
+            self._write(f"offsets/{b}", offset.encode())
+            time.sleep(self.pause)  # the batch runs: a snapshot may list it now, uncommitted
+            for part in range(self.partitions):
+                self._write(f"state/0/{part}/{b + 1}.delta", os.urandom(64))
+                if (b + 1) % 10 == 0:
+                    self._write(f"state/0/{part}/{b + 1}.snapshot", os.urandom(64))
+            self._write(f"commits/{b}", b'v1\n{"nextBatchWatermarkMs":0}')
+            with open(self.root / "_statekeeper" / "progress.jsonl", "a") as fh:
+                fh.write(json.dumps({"batchId": b}) + "\n")
+            self.committed = b
+            self._cleanup(b)
+            b += 1
+
+    def _cleanup(self, b: int) -> None:
+        """Keep what restarts after the last ``retain`` batches need, as Spark does."""
+        oldest = b - self.retain
+        if oldest <= 0:
+            return
+        for part in range(self.partitions):
+            d = self.root / f"state/0/{part}"
+            whole = [
+                int(p.name.split(".")[0])
+                for p in d.glob("*.snapshot")
+                if int(p.name.split(".")[0]) <= oldest + 1
+            ]
+            if not whole:
+                continue
+            floor = max(whole)
+            for p in d.iterdir():
+                if int(p.name.split(".")[0]) < floor:
+                    p.unlink()
+        for kind in ("offsets", "commits", "sources/0"):
+            (self.root / kind / str(oldest - 1)).unlink(missing_ok=True)

@@ -23,11 +23,11 @@ EXIT_CLEAN, EXIT_WARNINGS, EXIT_ERRORS = 0, 10, 20
 CATALOGUE: dict[str, tuple[str, str]] = {
     "METADATA_MISSING": (
         ERROR,
-        "restore the checkpoint from a snapshot (checkpoint restore), or start a new checkpoint",
+        "restore the checkpoint from a snapshot (checkpoint restore); a new checkpoint on the same output table writes every row again (docs/checkpoints.md: a new checkpoint for an existing table)",
     ),
     "METADATA_UNREADABLE": (
         ERROR,
-        "restore the checkpoint from a snapshot (checkpoint restore), or start a new checkpoint",
+        "restore the checkpoint from a snapshot (checkpoint restore); a new checkpoint on the same output table writes every row again (docs/checkpoints.md: a new checkpoint for an existing table)",
     ),
     "OFFSET_GAP": (
         ERROR,
@@ -68,11 +68,11 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     ),
     "CONF_SHUFFLE_PARTITIONS": (
         ERROR,
-        "set shuffle_partitions back to the pinned value in the job spec, or run on a new checkpoint",
+        "set shuffle_partitions back to the pinned value in the job spec; to change it, rebuild into a new output table with a new checkpoint (docs/checkpoints.md)",
     ),
     "CONF_STATE_STORE": (
         ERROR,
-        "set state_store back to the pinned provider in the job spec, or run on a new checkpoint",
+        "set state_store back to the pinned provider in the job spec; to change it, rebuild into a new output table with a new checkpoint (docs/checkpoints.md)",
     ),
     "RETAINED_FEWER": (
         WARNING,

@@ -65,8 +65,19 @@ def fingerprint(spec: JobSpec) -> dict[str, Any]:
     return fp
 
 
-def precheck(spec: JobSpec) -> None:
-    """Everything that can be said before Spark starts: inputs, checkpoint health, binding."""
+def check_writer(spec: JobSpec, new_checkpoint_for_existing_table: bool = False) -> None:
+    """Refuse a new checkpoint on tables other queries already fill (it would write every row
+    again), unless the user said so."""
+    if new_checkpoint_for_existing_table:
+        return
+    from spark_jobs.checkpoints.writer_guard import check_outputs
+
+    check_outputs(spec.output, spec.quarantine, spec.checkpoint)
+
+
+def precheck(spec: JobSpec, new_checkpoint_for_existing_table: bool = False) -> None:
+    """Everything that can be said before Spark starts: inputs, checkpoint health, the tables'
+    writers, binding."""
     for uri in spec.inputs.values():
         sources.check_input(uri, spec.name)
     from spark_jobs.checkpoints.validate import validate_checkpoint
@@ -79,6 +90,10 @@ def precheck(spec: JobSpec) -> None:
             f"{first.fix} (python -m spark_jobs checkpoint validate --checkpoint {spec.checkpoint})",
             exit_code=4,
         )
+    from spark_jobs.checkpoints.queries import check_pending
+
+    check_pending(spec.checkpoint)
+    check_writer(spec, new_checkpoint_for_existing_table)
     binding.check_and_bind(spec.checkpoint, fingerprint(spec), spec.path or f"job {spec.name}")
 
 
@@ -96,11 +111,18 @@ def run_job(
     conf: dict[str, str] | None = None,
     run_for: float | None = None,
     spark: Any = None,
+    new_checkpoint_for_existing_table: bool = False,
 ) -> RunSummary:
-    """Run ``spec`` until its trigger says stop (available-now) or ``run_for`` seconds pass."""
+    """Run ``spec`` until its trigger says stop (available-now) or ``run_for`` seconds pass.
+
+    ``new_checkpoint_for_existing_table``: let a new checkpoint write into tables that other
+    queries already filled (every input row is written again)."""
     module = job_module(spec.name)
+    # Once before the lock as well: taking it creates the checkpoint folder, and a refused run
+    # should leave nothing behind. Under the lock it is checked again, for real.
+    check_writer(spec, new_checkpoint_for_existing_table)
     with JobLock(spec.checkpoint, job=spec.name, purpose="run"):
-        precheck(spec)
+        precheck(spec, new_checkpoint_for_existing_table)
         from spark_jobs.runtime.session import build_session
 
         own_session = spark is None

@@ -55,7 +55,8 @@ def check_and_bind(checkpoint: str, fingerprint: dict[str, Any], where: str) -> 
             raise UserError(
                 f"checkpoint {checkpoint} was written with {k}={before.get(k)!r} but {where} now "
                 f"gives {k}={fingerprint.get(k)!r}; Spark and the stored state depend on it: put it "
-                "back, or run on a new checkpoint (--checkpoint)"
+                "back, or rebuild with a new --checkpoint into a new --output table (a new "
+                "checkpoint on the old table writes every row again; docs/checkpoints.md)"
             )
         return
     import fsspec

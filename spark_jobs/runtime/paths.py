@@ -10,6 +10,7 @@ STATEKEEPER_DIR = "_statekeeper"
 PROGRESS_FILE = "progress.jsonl"
 LOCK_FILE = "lock"
 BINDING_FILE = "job.json"
+PENDING_FILE = "pending.json"  # a restore or rollback that has put tables back, not yet done
 QUARANTINE_CHECKPOINT = "quarantine"  # the quarantine query's own checkpoint, under _statekeeper/
 QUARANTINE_TABLE = "_quarantine"  # under the job's output
 
@@ -51,6 +52,16 @@ def ivy_dir() -> Path:
 
 def statekeeper_dir(checkpoint: str) -> str:
     return join(checkpoint, STATEKEEPER_DIR)
+
+
+def quarantine_table(output: str) -> str:
+    """The quarantine table of a job writing ``output``."""
+    return join(output, QUARANTINE_TABLE)
+
+
+def quarantine_checkpoint(checkpoint: str) -> str:
+    """The quarantine query's own checkpoint, inside the job's."""
+    return join(checkpoint, STATEKEEPER_DIR, QUARANTINE_CHECKPOINT)
 
 
 def join(uri: str, *parts: str) -> str:

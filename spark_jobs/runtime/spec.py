@@ -101,7 +101,7 @@ class JobSpec:
 
     @property
     def quarantine(self) -> str:
-        return paths.join(self.output, paths.QUARANTINE_TABLE)
+        return paths.quarantine_table(self.output)
 
     def param_seconds(self, key: str) -> float:
         if key not in self.params:

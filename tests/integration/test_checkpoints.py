@@ -1,7 +1,7 @@
 """The checkpoint toolkit on checkpoints written by the real runner (windowed_counts, both state
 store providers): every finding of the catalogue on a corrupted copy, reported with its code and
-nothing changed; snapshot, restore and rollback end to end with outputs equal to an uninterrupted
-run."""
+nothing changed; snapshots, and rollback end to end with outputs equal to an uninterrupted run
+(restore end to end: test_checkpoint_safety.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ from spark_jobs.checkpoints import validate as V
 from spark_jobs.checkpoints.cli import register  # noqa: F401  (the subcommand exists)
 from spark_jobs.checkpoints.inspect import inspect_checkpoint
 from spark_jobs.checkpoints.layout import read_layout
-from spark_jobs.checkpoints.restore import restore
 from spark_jobs.checkpoints.rollback import delta_version_of_batch, rollback
 from spark_jobs.checkpoints.roots import Target
 from spark_jobs.checkpoints.snapshots import list_snapshots, take_snapshot
@@ -280,43 +279,9 @@ def test_snapshot_is_incremental_and_refused_while_locked(base, tmp_path):
     assert tree_hash(ck) == before
 
 
-def test_round_trip_snapshot_restore_equals_uninterrupted_run(spark, tmp_path):
-    """run, snapshot, run more, restore, run again: the table equals an uninterrupted run."""
-    straight = tmp_path / "straight"
-    spec = spec_for(straight)
-    for part in range(3):
-        write_part(straight / "land", part)
-    run_job(spec, spark=spark)
-
-    t = tmp_path / "trip"
-    spec = spec_for(t)
-    target = Target(
-        checkpoint=spec.checkpoint, snapshot_root=str(tmp_path / "snaps"), job=spec.name
-    )
-    write_part(t / "land", 0)
-    run_job(spec, spark=spark)
-    snap = take_snapshot(target)
-    write_part(t / "land", 1)
-    run_job(spec, spark=spark)
-    # The documented procedure: the table back to the snapshot's batch, a new query id.
-    from delta.tables import DeltaTable
-
-    version = delta_version_of_batch(spec.output, [snap["query_id"]], snap["batch"])
-    assert version is not None
-    DeltaTable.forPath(spark, spec.output).restoreToVersion(version)
-    done = restore(target, new_query_id=True)
-    assert done["batch"] == snap["batch"] and Path(done["old_checkpoint_aside"]).is_dir()
-    assert done["validation"]["exit_code"] == 0
-    write_part(t / "land", 2)
-    run_fresh(spec)
-    assert rows(spark, spec.output) == rows(spark, str(straight / "out"))
-
-
-def test_rollback_with_delta_restore_equals_uninterrupted_run(spark, tmp_path):
-    """The documented procedure: roll the table back to batch N's version, roll the checkpoint
-    back to N with a new query id, run again: the table equals an uninterrupted run (base)."""
-    from delta.tables import DeltaTable
-
+def test_rollback_equals_uninterrupted_run(spark, tmp_path):
+    """Rollback by default: the table goes back to before batch N's successors, the checkpoint to
+    N with a new query id; run again: the table equals an uninterrupted run."""
     t = tmp_path / "rb"
     spec = spec_for(t)
     for part in range(2):  # two runs: a batch per part (and a no-data batch each)
@@ -325,18 +290,18 @@ def test_rollback_with_delta_restore_equals_uninterrupted_run(spark, tmp_path):
     ck = Path(spec.checkpoint)
     target = Target(checkpoint=str(ck), snapshot_root=str(tmp_path / "snaps"), job=spec.name)
     lay = read_layout(str(ck))
-    n, version = next(
-        (b, v) for b in range(lay.last_committed - 2, -1, -1)
-        if (v := delta_version_of_batch(spec.output, [lay.query_id], b)) is not None
+    n = next(
+        b for b in range(lay.last_committed - 2, -1, -1)
+        if delta_version_of_batch(spec.output, [lay.query_id], b) is not None
     )  # fmt: skip
 
     with pytest.raises(UserError, match="not a committed batch"):
-        rollback(target, to_batch=lay.last_committed + 5)
-    dry = rollback(target, to_batch=n, dry_run=True)
+        rollback(target, to_batch=lay.last_committed + 5, output=spec.output)
+    dry = rollback(target, to_batch=n, dry_run=True, output=spec.output)
     assert dry["moved_batches"] == list(range(n + 1, lay.last_committed + 1))
     assert read_layout(str(ck)).last_committed == lay.last_committed  # dry run: nothing moved
-    DeltaTable.forPath(spark, spec.output).restoreToVersion(version)
-    done = rollback(target, to_batch=n, new_query_id=True)
+    done = rollback(target, to_batch=n, output=spec.output, spark=spark)
+    assert done["queries"][0]["table_version"] is not None
     assert done["validation"]["exit_code"] == 0 and read_layout(str(ck)).last_committed == n
     run_fresh(spec)
     straight = spec_for(tmp_path / "straight")

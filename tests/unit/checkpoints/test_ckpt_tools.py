@@ -124,7 +124,7 @@ def test_snapshot_restore_round_trip(tmp_path):
     make_checkpoint(t.checkpoint, batches=60, first_batch=50, state_versions=10, unique=True)
     second = take_snapshot(t)
     assert 0 < second["new_bytes"] < second["bytes"] / 3  # only what changed is stored
-    done = restore(t, first["id"])
+    done = restore(t, first["id"], keep_tables=True)  # the checkpoint alone, as it was
     assert files_of(ck) == saved
     assert Path(done["old_checkpoint_aside"]).is_dir() and done["validation"]["exit_code"] == 0
     assert read_layout(done["old_checkpoint_aside"]).last_committed == 59
@@ -139,7 +139,7 @@ def test_restore_refuses_a_corrupt_snapshot_and_changes_nothing(tmp_path):
         p.write_bytes(b"rot")
     before = files_of(ck)
     with pytest.raises(UserError, match="corrupt"):
-        restore(t, snap["id"])
+        restore(t, snap["id"], keep_tables=True)
     assert files_of(ck) == before
     assert [p.name for p in ck.parent.iterdir()] == ["job"]
 
@@ -149,7 +149,7 @@ def test_restore_dry_run_moves_nothing(tmp_path):
     ck = make_checkpoint(t.checkpoint, batches=10)
     take_snapshot(t)
     before = files_of(ck)
-    plan = restore(t, None, dry_run=True)
+    plan = restore(t, None, dry_run=True, keep_tables=True)
     assert (
         plan["dry_run"]
         and files_of(ck) == before
@@ -205,11 +205,11 @@ def test_rollback_moves_later_batches_aside_and_refuses_lost_state(tmp_path):
     t = target(tmp_path)
     ck = make_checkpoint(t.checkpoint, batches=100, state_versions=30)
     with pytest.raises(UserError, match="no longer on disk"):
-        rollback(t, to_batch=60)
+        rollback(t, to_batch=60, keep_tables=True)
     before = files_of(ck)
-    dry = rollback(t, to_batch=90, dry_run=True)
+    dry = rollback(t, to_batch=90, dry_run=True, keep_tables=True)
     assert dry["moved_batches"] == list(range(91, 100)) and files_of(ck) == before
-    done = rollback(t, to_batch=90, new_query_id=True)
+    done = rollback(t, to_batch=90, output=str(tmp_path / "no-table-yet"))
     lay = read_layout(str(ck))
     assert lay.last_committed == 90 and lay.offsets[-1] == 90
     assert max(v for s in lay.data_stores() for v in s.versions) == 91

@@ -1,0 +1,82 @@
+"""A consistent copy of a checkpoint a running query is writing, without stopping it.
+
+Spark finishes batch N in this order: the file source logs ``sources/<i>/N``, then ``offsets/N``,
+then the state stores write version N + 1, the sink commits, and last ``commits/N``. So once
+``commits/N`` is seen, everything a restart after batch N needs is already on disk, and a
+listing made after that sees it: ``metadata``, offsets and commits up to N, source logs up to N,
+every state file up to version N + 1 (with the schema and metadata files and RocksDB's SSTs).
+Whatever belongs to later batches (files that appear while we list or copy) is left out, and
+a file that vanishes meanwhile (Spark's cleanup of old versions) is skipped; the copy is then
+validated as it is. Each query checkpoint of the job (its own, ``_statekeeper/quarantine``) is
+cut at its own last committed batch.
+"""
+
+from __future__ import annotations
+
+from spark_jobs.checkpoints.layout import (
+    BATCH_NAME,
+    SOURCE_LOG_NAME,
+    STATE_VERSION_NAME,
+    FileInfo,
+    filesystem,
+)
+from spark_jobs.checkpoints.queries import MAIN, QUARANTINE
+from spark_jobs.runtime import paths
+
+QUERIES = (MAIN, QUARANTINE)
+
+
+def committed_batch(checkpoint: str) -> int | None:
+    """The newest ``commits/N`` of a query checkpoint (one listing), or None."""
+    fs, root = filesystem(checkpoint)
+    if not fs.exists(f"{root}/commits"):
+        return None
+    names = [p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(f"{root}/commits", detail=False)]
+    batches = [int(n) for n in names if n.isdigit()]
+    return max(batches) if batches else None
+
+
+def committed_batches(checkpoint: str) -> dict[str, int | None]:
+    """Each query's last committed batch; read before the listing the copy is made from."""
+    return {q: committed_batch(paths.join(checkpoint, q) if q else checkpoint) for q in QUERIES}
+
+
+def keep(rel: str, batch: int | None) -> bool:
+    """Whether ``rel`` (relative to its query checkpoint) belongs to the copy at ``batch``."""
+    n = -1 if batch is None else batch
+    parts = rel.split("/")
+    name = parts[-1]
+    if name.endswith(".tmp"):
+        return False  # a write in progress
+    if parts[0] in ("offsets", "commits") and len(parts) == 2:
+        m = BATCH_NAME.match(name)
+        return m is not None and int(m.group(1)) <= n
+    if parts[0] == "sources" and len(parts) == 3:
+        m = SOURCE_LOG_NAME.match(name)
+        return m is not None and int(m.group(1)) <= n
+    if parts[0] == "state":
+        m = STATE_VERSION_NAME.match(name)
+        return m is None or int(m.group(1)) <= n + 1  # batch N commits state version N + 1
+    return True
+
+
+def select(
+    listing: dict[str, dict[str, FileInfo]], batches: dict[str, int | None]
+) -> dict[str, dict[str, FileInfo]]:
+    """The part of ``listing`` (``layout.list_files``) that the copy at ``batches`` holds."""
+    out: dict[str, dict[str, FileInfo]] = {}
+    for folder, entries in listing.items():
+        for name, info in entries.items():
+            query, inner = _query_of(info.path)
+            if query is None or keep(inner, batches.get(query)):
+                out.setdefault(folder, {})[name] = info
+    return out
+
+
+def _query_of(rel: str) -> tuple[str | None, str]:
+    """(query checkpoint, path inside it), or (None, rel) for Statekeeper's own files."""
+    if rel.startswith(QUARANTINE + "/"):
+        return QUARANTINE, rel[len(QUARANTINE) + 1 :]
+    if rel.split("/", 1)[0] == paths.STATEKEEPER_DIR:
+        return None, rel
+    return MAIN, rel

@@ -1,0 +1,157 @@
+"""Putting a job's streaming queries back to an earlier batch without losing or repeating a row.
+
+A job has one checkpoint per streaming query (its own, and ``_statekeeper/quarantine`` for the
+quarantine query), each writing one Delta table exactly once per (query id, batch id). Bringing
+a query back to batch N (restore, rollback) and re-running it is safe only if the table forgets
+batches after N as well, and the query gets a new id: Delta skips a (query id, batch id) it has
+committed, and a re-planned batch rarely holds what the original held, so with the old id those
+rows are lost; with a new id but the old table they are written twice. So, per query:
+
+1. the table goes back to the version just before the first commit of a batch after N
+   (``delta_txn.version_before_batch``; refused when something else wrote after it);
+2. the checkpoint gets a new query id, and re-runs every batch after N into the table once.
+
+The table is restored first: a step cut short after it is found done when the command is re-run.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from spark_jobs.checkpoints import delta_txn
+from spark_jobs.checkpoints.layout import read_layout
+from spark_jobs.errors import UserError
+from spark_jobs.runtime import paths
+
+# Each query's checkpoint, relative to the job's: the job's own query and the quarantine query.
+MAIN = ""
+QUARANTINE = f"{paths.STATEKEEPER_DIR}/{paths.QUARANTINE_CHECKPOINT}"
+
+
+def job_tables(output: str) -> dict[str, str]:
+    """The table each query checkpoint writes, given the job's output table."""
+    return {MAIN: output, QUARANTINE: paths.quarantine_table(output)}
+
+
+@dataclass
+class QueryReset:
+    """What happens to one query: its table goes back to ``table_version`` (None: nothing to
+    undo) and its checkpoint, at batch ``batch``, gets ``new_query_id``."""
+
+    checkpoint: str  # relative to the job's checkpoint ("" for the job's own query)
+    table: str
+    query_id: str
+    batch: int
+    table_version: int | None
+    new_query_id: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def plan_resets(
+    ck: Path, tables: dict[str, str], batches: dict[str, int] | None = None
+) -> list[QueryReset]:
+    """One reset per query checkpoint present under ``ck`` (a checkpoint folder as it will be
+    run: restored or rolled back). ``batches`` overrides the batch a query goes back to (default:
+    its last committed one)."""
+    out = []
+    for rel, table in tables.items():
+        qck = ck / rel if rel else ck
+        if not (qck / "metadata").is_file():
+            continue
+        lay = read_layout(str(qck), sizes=False)
+        batch = (batches or {}).get(rel, lay.last_committed)
+        if lay.query_id is None or batch is None:
+            continue  # never committed a batch: nothing of it is in the table
+        version, _log = delta_txn.version_before_batch(table, lay.query_id, batch)
+        out.append(QueryReset(rel, table, lay.query_id, batch, version, str(uuid.uuid4())))
+    return out
+
+
+def restore_tables(resets: list[QueryReset], spark: Any = None) -> None:
+    """Delta RESTORE of every table that has batches to forget (time travel keeps them)."""
+    todo = [(r.table, r.table_version) for r in resets if r.table_version is not None]
+    if not todo:
+        return
+    own = spark is None
+    if own:
+        from spark_jobs.runtime.session import build_session
+
+        spark = build_session("statekeeper-checkpoint-restore")
+    try:
+        from delta.tables import DeltaTable
+
+        for table, version in todo:
+            DeltaTable.forPath(spark, table).restoreToVersion(version)
+    finally:
+        if own:
+            spark.stop()
+
+
+def set_query_ids(ck: Path, resets: list[QueryReset], aside: Path | None = None) -> None:
+    """Write each query's new id into its ``metadata`` (the old one moved under ``aside``)."""
+    for r in resets:
+        qck = ck / r.checkpoint if r.checkpoint else ck
+        if aside is not None:
+            keep = aside / r.checkpoint if r.checkpoint else aside
+            keep.mkdir(parents=True, exist_ok=True)
+            (qck / "metadata").rename(keep / "metadata")
+        # Hadoop's local file system checks a file against its .crc: a rewritten one loses it.
+        crc = qck / ".metadata.crc"
+        if crc.exists():
+            if aside is not None:
+                crc.rename((aside / r.checkpoint if r.checkpoint else aside) / crc.name)
+            else:
+                crc.unlink()
+        tmp = qck / ".metadata.statekeeper.tmp"
+        tmp.write_text(json.dumps({"id": r.new_query_id}) + "\n")
+        tmp.rename(qck / "metadata")
+
+
+def _pending(ck: Path) -> Path:
+    return ck / paths.STATEKEEPER_DIR / paths.PENDING_FILE
+
+
+def mark_pending(ck: Path, command: str) -> None:
+    """Say in ``ck`` that its tables are being put back: until ``command`` finishes (and moves
+    or clears this), a run on ``ck`` would skip or repeat rows, so runs refuse."""
+    p = _pending(ck)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps({"command": command}) + "\n")
+
+
+def clear_pending(ck: Path) -> None:
+    _pending(ck).unlink(missing_ok=True)
+
+
+def check_pending(checkpoint: str) -> None:
+    """Refuse (exit 4) to run on a checkpoint whose restore or rollback was cut short."""
+    local = paths.local_path(checkpoint)
+    if local is None or not _pending(local).exists():
+        return
+    try:
+        command = json.loads(_pending(local).read_text()).get("command", "restore")
+    except (OSError, ValueError, AttributeError):
+        command = "restore"
+    raise UserError(
+        f"checkpoint {checkpoint}: a checkpoint {command} was cut short after putting the output "
+        f"tables back; run the same checkpoint {command} again to finish it",
+        exit_code=4,
+    )
+
+
+def tables_for(target: Any, output: str | None, command: str) -> dict[str, str]:
+    """The tables of a target's queries, from ``--output`` or the job's spec; else refused."""
+    out = output or getattr(target.spec, "output", None)
+    if not out:
+        raise UserError(
+            f"{command} puts the output tables back with the checkpoint: name the job "
+            "(--job JOB) or its table (--output URI), or pass --keep-tables to leave the tables "
+            "alone (see docs/checkpoints.md)"
+        )
+    return job_tables(out)
