@@ -27,6 +27,7 @@ from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException
 
 from statekeeper import driver
+from statekeeper.params import check_path_params
 from statekeeper.submit import drop_empty_options, submit_settings
 from statekeeper.triggers import BackoffTrigger, DriverWatchTrigger
 
@@ -134,6 +135,7 @@ class StreamingSupervisorOperator(BaseOperator):
 
     # -- the steps ---------------------------------------------------------------------------
     def execute(self, context: Any) -> dict[str, Any]:
+        check_path_params(context)
         spec = self._spec()
         if str(self.action) == "stop":
             state = driver.read_state(spec.checkpoint)

@@ -64,14 +64,14 @@ def test_supervisor_restarts_a_killed_driver_and_never_starts_a_second(airflow_h
         [sys.executable, "-m", "spark_jobs", "generate", "service-logs", "--out", str(landing), "--events", "200", "--seed", "3"],
         check=True, cwd=ROOT, capture_output=True, env=airflow_env(airflow_home),
     )  # fmt: skip
-    ckpt = tmp_path / "ckpt"
+    ckpt = tmp_path / "checkpoints" / "service_health"  # under the roots of data=tmp_path
     conf = {
         "trigger": "processing-time:5s",
         "poll_seconds": 1,
         "restart_backoff_seconds": 2,
         "max_restarts": 2,
         "input": str(landing),
-        "output": str(tmp_path / "table"),
+        "output": str(tmp_path / "tables" / "service_health"),
         "checkpoint": str(ckpt),
     }
     log = tmp_path / "airflow.log"
@@ -101,7 +101,7 @@ def test_supervisor_restarts_a_killed_driver_and_never_starts_a_second(airflow_h
         # While it runs, a second writer on the same checkpoint is refused by the runner.
         direct = subprocess.run(
             [sys.executable, "-m", "spark_jobs", "run", "service_health", "--trigger", "processing-time:5s",
-             "--input", str(landing), "--output", str(tmp_path / "table"), "--checkpoint", str(ckpt)],
+             "--input", str(landing), "--output", str(tmp_path / "tables" / "service_health"), "--checkpoint", str(ckpt)],
             cwd=ROOT, capture_output=True, text=True, env=airflow_env(airflow_home), timeout=120,
         )  # fmt: skip
         assert direct.returncode == 3, direct.stderr

@@ -1,0 +1,90 @@
+"""The guards of the Airflow side, on real operators ``execute``d in this process (no DAG run):
+the two-driver guard resolves paths with the job's own resolver, and path params outside the
+configured roots are refused before anything is submitted."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from airflow_env import airflow_env
+
+pytestmark = pytest.mark.dags
+
+
+@pytest.fixture
+def data(airflow_home, tmp_path, monkeypatch):
+    """This process as an Airflow worker on the test's home, with the data folder relocated the
+    way docker-compose does it ($STATEKEEPER_DATA)."""
+    for k, v in airflow_env(airflow_home, tmp_path / "data").items():
+        if k != "PATH" and os.environ.get(k) != v:
+            monkeypatch.setenv(k, v)
+    return tmp_path / "data"
+
+
+def test_guard_and_job_resolve_a_relative_data_checkpoint_to_the_same_folder(data):
+    from airflow.sdk.exceptions import TaskDeferred
+
+    from spark_jobs.runtime.lock import JobLock
+    from spark_jobs.runtime.spec import load_spec
+    from statekeeper.submit import SparkJobsSubmitOperator
+
+    relative = ".data/checkpoints/replay"
+    job = load_spec("sessions").with_overrides(checkpoint=relative)
+    assert job.checkpoint == str(data / "checkpoints" / "replay")
+    op = SparkJobsSubmitOperator(task_id="t", arguments=["list"], guard_checkpoint=relative)
+    # A driver holds the job's folder: the guard must see it and wait instead of submitting.
+    with JobLock(job.checkpoint, job="sessions"), pytest.raises(TaskDeferred) as deferred:
+        op.execute({"params": {}})
+    assert deferred.value.trigger.checkpoint == job.checkpoint
+
+
+@pytest.mark.parametrize(
+    ("params", "refused"),
+    [
+        ({"checkpoint": "../../.."}, "param checkpoint: ../../.. is outside the checkpoints roots"),
+        ({"checkpoint": ".data/checkpoints"}, "outside the checkpoints roots"),  # the root itself
+        ({"input": "/etc"}, "param input: /etc is outside the landing roots"),
+        ({"output": ".data/landing/clickstream"}, "param output: .data/landing/clickstream is"),
+        ({"output": ".data/tables/../../../x"}, "outside the tables roots"),
+        ({"tables_root": "/"}, "param tables_root: / is outside the tables roots"),
+    ],
+)
+def test_path_params_outside_their_roots_are_refused_before_anything_runs(data, params, refused):
+    from statekeeper.backfill import BackfillPlanOperator
+    from statekeeper.operators import QualityCheckOperator
+    from statekeeper.params import ParamOutsideRoots
+    from statekeeper.submit import SparkJobsSubmitOperator
+    from statekeeper.supervisor import StreamingSupervisorOperator
+
+    ops = [
+        SparkJobsSubmitOperator(task_id="run", arguments=["list"]),
+        QualityCheckOperator(task_id="quality", arguments=["list"]),
+        BackfillPlanOperator(task_id="plan"),
+        StreamingSupervisorOperator(task_id="supervise", job="service_health", action="stop"),
+    ]
+    for op in ops:
+        with pytest.raises(ParamOutsideRoots, match="nothing was submitted") as err:
+            op.execute({"params": {**params, "job": "sessions", "mode": "append"}})
+        assert refused in str(err.value), op.task_id
+    assert not data.exists()  # nothing was written anywhere
+
+
+def test_path_params_inside_the_roots_pass_on_to_the_guard(data, monkeypatch):
+    from airflow.sdk.exceptions import TaskDeferred
+
+    from spark_jobs.runtime.lock import JobLock
+    from statekeeper.submit import SparkJobsSubmitOperator
+
+    elsewhere = data.parent / "mounted"  # an extra root, e.g. a volume, added by configuration
+    monkeypatch.setenv("STATEKEEPER_TABLE_ROOTS", str(elsewhere))
+    params = {
+        "input": ".data/landing",
+        "output": str(elsewhere / "sessions"),
+        "checkpoint": str(data / "checkpoints" / "sessions_replay"),
+    }
+    op = SparkJobsSubmitOperator(
+        task_id="t", arguments=["list"], guard_checkpoint=params["checkpoint"]
+    )
+    with JobLock(params["checkpoint"], job="sessions"), pytest.raises(TaskDeferred):
+        op.execute({"params": params})
