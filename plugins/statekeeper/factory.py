@@ -231,7 +231,7 @@ def supervisor_dag(job: str, doc_md: str | None = None) -> DAG:
             "trigger": Param(str(spec.trigger), type="string", pattern="^processing-time:", description="The query's processing-time trigger, e.g. processing-time:30s."),
             "watch_minutes": Param(10, type="number", exclusiveMinimum=0, description="How long one run watches the driver; the next scheduled run takes over."),
             "restart_backoff_seconds": Param(30 if "restart_backoff" not in sup else None, type=["null", "number"], description="First wait before relaunching a dead driver (doubles per restart). Empty: the spec's supervise.restart_backoff."),
-            "max_restarts": Param(int(sup.get("max_restarts", 5)), type="integer", minimum=0, description="Restarts allowed in one run before the task fails and alerts."),
+            "max_restarts": Param(int(sup.get("max_restarts", 5)), type="integer", minimum=0, description="Restarts allowed within the restart window (spec supervise.restart_window, counted across runs) before the task fails without retry and alerts."),
             "poll_seconds": Param(10, type="number", exclusiveMinimum=0, description="How often the trigger reads the lock and the progress log."),
             **path_params(),
         },
@@ -239,6 +239,7 @@ def supervisor_dag(job: str, doc_md: str | None = None) -> DAG:
         from spark_jobs.runtime.durations import parse_seconds
 
         backoff = parse_seconds(sup.get("restart_backoff", "30 seconds"), "restart_backoff")
+        window = parse_seconds(sup.get("restart_window", "1 hour"), "restart_window")
         StreamingSupervisorOperator(
             task_id="supervise",
             job=job,
@@ -248,6 +249,7 @@ def supervisor_dag(job: str, doc_md: str | None = None) -> DAG:
             watch_seconds="{{ params.watch_minutes * 60 }}",
             restart_backoff=_jinja(f"params.restart_backoff_seconds or {backoff}"),
             max_restarts="{{ params.max_restarts }}",
+            restart_window=window,
             poll_seconds="{{ params.poll_seconds }}",
             doc_md="Attaches to the running driver or launches one; waits in DriverWatchTrigger.",
         )
