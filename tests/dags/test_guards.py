@@ -5,6 +5,7 @@ configured roots are refused before anything is submitted."""
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 from airflow_env import airflow_env
@@ -88,3 +89,33 @@ def test_path_params_inside_the_roots_pass_on_to_the_guard(data, monkeypatch):
     )
     with JobLock(params["checkpoint"], job="sessions"), pytest.raises(TaskDeferred):
         op.execute({"params": params})
+
+
+def test_restart_budget_outlives_task_runs_and_ends_in_a_failed_task(data):
+    from airflow.sdk.exceptions import AirflowFailException, TaskDeferred
+
+    from statekeeper.supervisor import RestartBudgetSpent, StreamingSupervisorOperator
+
+    ckpt = data / "checkpoints" / "service_health"
+
+    def next_run() -> StreamingSupervisorOperator:  # each scheduled run: a new task, a new count
+        return StreamingSupervisorOperator(
+            task_id="supervise", job="service_health", trigger="processing-time:5s",
+            overrides={"checkpoint": str(ckpt)}, restart_backoff=60, max_restarts=2,
+            restart_window=3600,
+        )  # fmt: skip
+
+    def died() -> dict:
+        run = {"watch_until": time.time() + 600, "restarts": 0, "launched": [], "events": []}
+        return {"status": "unhealthy", "health": {"verdict": "dead"}, "echo": {"run": run}}
+
+    for _ in range(2):  # within the budget: back off, then relaunch
+        with pytest.raises(TaskDeferred) as deferred:
+            next_run().resume_watch({}, died())
+        assert type(deferred.value.trigger).__name__ == "BackoffTrigger"
+    with pytest.raises(RestartBudgetSpent, match="restarted 3 times in the last 60 min"):
+        next_run().resume_watch({}, died())
+    with pytest.raises(RestartBudgetSpent):  # the next scheduled run launches nothing either
+        next_run().execute({"params": {}})
+    assert issubclass(RestartBudgetSpent, AirflowFailException)  # failed, not retried: alerts
+    assert not (ckpt / "_statekeeper" / "driver.log").exists()  # nothing was ever launched
