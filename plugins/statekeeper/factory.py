@@ -48,15 +48,15 @@ def path_params() -> dict[str, Param]:
     return {
         "input": Param(
             None, type=["null", "string"],
-            description="Landing folder to read instead of the spec's (a root with one folder per kind for multi-input jobs). Empty: the spec's.",
+            description="Landing folder to read instead of the spec's (a root with one folder per kind for multi-input jobs). Empty: the spec's. Must be under a landing root (.data/landing or $STATEKEEPER_LANDING_ROOTS).",
         ),
         "output": Param(
             None, type=["null", "string"],
-            description="Delta table to write instead of the spec's. Empty: the spec's.",
+            description="Delta table to write instead of the spec's. Empty: the spec's. Must be under a tables root (.data/tables or $STATEKEEPER_TABLE_ROOTS).",
         ),
         "checkpoint": Param(
             None, type=["null", "string"],
-            description="Checkpoint folder instead of the spec's. Empty: the spec's (the live checkpoint).",
+            description="Checkpoint folder instead of the spec's. Empty: the spec's (the live checkpoint). Must be under a checkpoint root (.data/checkpoints or $STATEKEEPER_CHECKPOINT_ROOTS).",
         ),
     }  # fmt: skip
 
@@ -163,10 +163,10 @@ def backfill_dag(doc_md: str | None = None) -> DAG:
         tags=["statekeeper", "backfill"],
         params={
             "job": Param(jobs[0] if jobs else "", type="string", enum=jobs, description="The job to backfill (its spec in include/jobs/)."),
-            "input": Param("", type="string", minLength=1, description="Folder of JSON-lines events to re-process (for multi-input jobs: one sub-folder per kind)."),
+            "input": Param("", type="string", minLength=1, description="Folder of JSON-lines events to re-process (for multi-input jobs: one sub-folder per kind). Must be under a landing root (.data/landing or $STATEKEEPER_LANDING_ROOTS)."),
             "mode": Param("append", type="string", enum=["replace", "append"], description="replace: the staged rows replace the live rows in their time range (upsert for update-mode jobs). append: only rows whose key is not in the live table are added."),
             "dry_run": Param(False, type="boolean", description="Run and validate on the staged table, but do not make the result visible."),
-            "output": Param(None, type=["null", "string"], description="Live table to publish into instead of the spec's output."),
+            "output": Param(None, type=["null", "string"], description="Live table to publish into instead of the spec's output. Must be under a tables root."),
         },
     ) as dag:  # fmt: skip
         planned = BackfillPlanOperator(
@@ -319,7 +319,7 @@ def quality_dag(doc_md: str | None = None) -> DAG:
         tags=["statekeeper", "quality"],
         params={
             "jobs": Param([s.name for s in specs], type="array", items={"type": "string", "enum": [s.name for s in specs]}, description="The jobs whose tables to check."),
-            "tables_root": Param(None, type=["null", "string"], description="Read every table as <tables_root>/<job> instead of the spec's output."),
+            "tables_root": Param(None, type=["null", "string"], description="Read every table as <tables_root>/<job> instead of the spec's output. Must be (under) a tables root."),
         },
     ) as dag:  # fmt: skip
         for spec in specs:
