@@ -223,6 +223,7 @@ class Heartbeat:
         self.every = progress.heartbeat_every()
         self.running_since: dict[str, float] = {}
         self.last_beat: dict[str, float] = {}
+        self.batch_seen: dict[str, tuple[Any, Any]] = {}
         self.last_look = 0.0
 
     def tick(self, queries: list[Any]) -> None:
@@ -235,6 +236,11 @@ class Heartbeat:
             if name not in self.targets or not q.isActive or not q.status["isTriggerActive"]:
                 self.running_since.pop(name, None)
                 continue
+            # Batches may run back to back: a new last progress means a new batch began.
+            batch = _last_batch(q)
+            if self.batch_seen.get(name) != batch:
+                self.batch_seen[name] = batch
+                self.running_since.pop(name, None)
             since = self.running_since.setdefault(name, now)
             if now - since >= self.every and now - self.last_beat.get(name, 0.0) >= self.every:
                 record = progress.heartbeat_record(
@@ -272,20 +278,25 @@ def _wait(
 
 
 def _stop_between_batches(queries: list[Any], heartbeat: Heartbeat | None) -> None:
-    """Stop each query once no batch of it runs. ``query.stop()`` would interrupt a running
-    batch, so wait for the trigger to go quiet (still heartbeating) and stop it then."""
-    pending = [q for q in queries if q.isActive]
+    """Stop each query once the batch it was running has ended. ``query.stop()`` would interrupt
+    a running batch, so a query is stopped when its trigger is quiet or when a batch has ended
+    since the signal (a next batch that started back to back is cut and re-run later from the
+    checkpoint: exactly once either way)."""
+    pending = {id(q): (q, _last_batch(q)) for q in queries if q.isActive}
     while pending:
-        for q in list(pending):
-            if not q.isActive:
-                pending.remove(q)
-            elif not q.status["isTriggerActive"]:
+        for key, (q, at_signal) in list(pending.items()):
+            if not q.isActive or not q.status["isTriggerActive"] or _last_batch(q) != at_signal:
                 q.stop()
-                pending.remove(q)
+                del pending[key]
         if heartbeat is not None:
-            heartbeat.tick(pending)
+            heartbeat.tick([q for q, _ in pending.values()])
         if pending:
             time.sleep(0.2)
+
+
+def _last_batch(q: Any) -> tuple[Any, Any]:
+    last = q.lastProgress or {}
+    return last.get("batchId"), last.get("timestamp")
 
 
 def _wait_for_listener(spec: JobSpec, queries: list[Any], timeout: float = 15.0) -> None:
