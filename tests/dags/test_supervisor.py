@@ -40,22 +40,20 @@ def _progress_lines(ckpt: Path) -> int:
 
 
 def _cleanup(ckpt: Path) -> None:
-    """Never leave a driver behind, whatever the test did."""
+    """Never leave a driver behind, whatever the test did; and never kill a stranger that got a
+    recorded pid since (pids wrap within minutes on a busy machine): check identity first."""
+    from spark_jobs.runtime import procs
+
     state_file = ckpt / "_statekeeper" / "supervisor.json"
-    pids = []
-    if state_file.exists():
-        pids.append(json.loads(state_file.read_text()).get("pgid"))
-    info = _holder(ckpt) if ckpt.exists() else None
-    for pgid in filter(None, pids):
-        try:
-            os.killpg(int(pgid), signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    if info and info.get("pid"):
-        try:
-            os.kill(int(info["pid"]), signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+    state = json.loads(state_file.read_text()) if state_file.exists() else {}
+    info = (_holder(ckpt) if ckpt.exists() else None) or {}
+    for rec, kill in ((state, os.killpg), (info, os.kill)):
+        pid = rec.get("pid")
+        if pid and procs.identity_problem(int(pid), rec.get("start")) is None:
+            try:
+                kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # ended meanwhile
 
 
 def test_supervisor_restarts_a_killed_driver_and_never_starts_a_second(airflow_home, tmp_path):
