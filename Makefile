@@ -11,7 +11,7 @@ export STATEKEEPER_HOME := $(CURDIR)
 export PYTHONPATH := $(CURDIR):$(CURDIR)/plugins
 
 .DEFAULT_GOAL := help
-.PHONY: help setup jars browser lock demo test test-unit test-fast lint format bench airflow clean
+.PHONY: help setup jars browser lock demo test test-unit test-fast lint format bench airflow env clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -62,6 +62,9 @@ bench: setup ## benchmarks, printing ratios measured side by side (writes bench/
 
 airflow: setup ## the Airflow UI on http://localhost:8080 (standalone; login printed in the log)
 	$(PY) -m scripts.airflow_standalone
+
+env: ## write .env with random secrets for docker-compose (once; never overwrites)
+	python3 scripts/make_env.py
 
 clean: ## remove generated data (not the venv or caches)
 	rm -rf .data tests/_output

@@ -16,8 +16,8 @@ from typing import Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
+from spark_jobs.runtime.paths import resolve
 from statekeeper import delta_log
-from statekeeper.submit import resolve_path
 
 MODES = ("replace", "append")
 MARKER = "statekeeper-backfill:"
@@ -52,7 +52,7 @@ def plan_backfill(params: dict[str, Any], data_dir: Path) -> dict[str, Any]:
     raw_input = str(params.get("input") or "").strip()
     if not raw_input:
         raise BadBackfillParams("input: give the folder of JSON-lines files to backfill from")
-    folder = Path(resolve_path(raw_input))
+    folder = Path(resolve(raw_input))
     if not folder.is_dir():
         raise BadBackfillParams(f"input folder {folder} does not exist or is not a folder")
     if len(spec.kinds) > 1:
@@ -65,7 +65,7 @@ def plan_backfill(params: dict[str, Any], data_dir: Path) -> dict[str, Any]:
     listing = _listing(folder)
     if not listing:
         raise BadBackfillParams(f"input folder {folder} holds no *.json* files to backfill")
-    live = resolve_path(str(params.get("output") or "")) if params.get("output") else spec.output
+    live = resolve(str(params.get("output") or "")) if params.get("output") else spec.output
     if Path(live).resolve() == folder.resolve():
         raise BadBackfillParams("output and input are the same folder")
     raw = json.dumps([job, str(folder), listing, mode, spec.fingerprint_hash()], sort_keys=True)
@@ -97,7 +97,9 @@ class BackfillPlanOperator(BaseOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:
         from spark_jobs.runtime import paths
+        from statekeeper.params import check_path_params
 
+        check_path_params(context)
         plan = plan_backfill(dict(context["params"]), paths.data_dir())
         self.log.info("backfill plan: %s", json.dumps(plan, indent=1))
         if plan["published_in_version"] is not None:

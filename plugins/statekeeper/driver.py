@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from spark_jobs.runtime import lock, paths, progress
+from spark_jobs.runtime import lock, paths, procs, progress
 
 SUPERVISOR_FILE = "supervisor.json"  # under <checkpoint>/_statekeeper/: launches and restarts
 DRIVER_LOG = "driver.log"
@@ -49,20 +49,24 @@ def holder(checkpoint: str) -> dict[str, Any] | None:
 
 
 def tail_progress(checkpoint: str, max_bytes: int = 256_000) -> list[dict[str, Any]]:
-    """The last progress records, idle ones included (oldest first), reading only the end of
-    the log."""
-    local = paths.local_path(progress.progress_path(checkpoint))
-    if local is None:
+    """The last progress records, idle and heartbeat ones included (oldest first), reading only
+    the end of the log (the last rotated file too, when the current one is short)."""
+    if paths.local_path(progress.progress_path(checkpoint)) is None:
         return progress.read_progress(checkpoint, idle=True)
-    if not local.exists():
-        return []
-    with open(local, "rb") as fh:
-        size = fh.seek(0, os.SEEK_END)
-        fh.seek(max(0, size - max_bytes))
-        chunk = fh.read().decode("utf-8", "replace")
-    lines = chunk.splitlines()
-    if size > max_bytes:
-        lines = lines[1:]  # the first line was cut
+    chunks: list[bytes] = []
+    need, cut = max_bytes, False
+    for f in reversed(progress.log_files(checkpoint)[-2:]):
+        with open(f, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - need))
+            chunks.insert(0, fh.read())
+        need -= min(size, need)
+        cut = need <= 0
+        if cut:
+            break
+    lines = b"".join(chunks).decode("utf-8", "replace").splitlines()
+    if cut:
+        lines = lines[1:]  # the first line may be cut
     out = []
     for line in lines:
         try:
@@ -88,42 +92,107 @@ def write_state(checkpoint: str, state: dict[str, Any]) -> None:
 
 
 def launched_pid_alive(state: dict[str, Any]) -> bool:
-    return state.get("host") == socket.gethostname() and pid_alive(state.get("pid"))
+    """True while the driver recorded in ``supervisor.json`` runs: same host, and the pid is still
+    that process (start time and command line), not a reused pid."""
+    pid = state.get("pid")
+    return (
+        state.get("host") == socket.gethostname()
+        and bool(pid)
+        and procs.identity_problem(int(pid), state.get("start")) is None
+    )
+
+
+def restarts_in_window(
+    state: dict[str, Any], window: float, now: float | None = None
+) -> list[float]:
+    """The restarts recorded in ``supervisor.json`` within the last ``window`` seconds."""
+    now = time.time() if now is None else now
+    return [float(t) for t in state.get("restarts") or [] if float(t) > now - window]
+
+
+def record_restart(checkpoint: str, window: float, now: float | None = None) -> int:
+    """Count one restart in ``supervisor.json`` (it outlives task runs); the restarts within the
+    window, this one included."""
+    now = time.time() if now is None else now
+    state = read_state(checkpoint)
+    state["restarts"] = [*restarts_in_window(state, window, now), now]
+    write_state(checkpoint, state)
+    return len(state["restarts"])
+
+
+STOPPABLE_PURPOSES = ("run",)  # a rollback, restore or snapshot holding the lock is left alone
 
 
 def stop(checkpoint: str, state: dict[str, Any], grace: float = 30.0) -> str:
-    """Stop the driver: SIGTERM (the runner stops its queries between batches), then SIGKILL.
+    """Stop the driver: SIGTERM to the Python driver (the runner finishes the current batch, stops
+    its queries and exits), then SIGKILL to it and its spark-submit group after ``grace`` seconds.
 
-    Only processes on this host are signalled; the lock tells which pid writes the checkpoint.
+    Only processes on this host that are provably the recorded driver are signalled (start time
+    and command line, see ``procs``), and never a lock holder doing anything but a ``run``.
     """
     host = socket.gethostname()
-    targets: list[int] = []
     info = holder(checkpoint) or {}
-    if info.get("host") == host and info.get("pid"):
-        targets.append(int(info["pid"]))
-    if state.get("host") == host and state.get("pid"):
-        targets.append(int(state["pid"]))
-    if not targets and info:
+    notes: list[str] = []
+    purpose = str(info.get("purpose") or "run")
+    if info and purpose not in STOPPABLE_PURPOSES:
+        return (
+            f"not stopping: the checkpoint is held by {lock.describe(info)}; a {purpose} is not a "
+            "driver and must finish (it releases the lock itself)"
+        )
+    if info and info.get("host") != host:
         return f"driver on {info.get('host')} (pid {info.get('pid')}) is not on this host; stop it there"
-    for pid in targets:
-        _signal(pid, state, signal.SIGTERM)
+    driver_pid: int | None = None
+    if info.get("pid"):
+        why = procs.identity_problem(int(info["pid"]), info.get("start"))
+        if why is None:
+            driver_pid = int(info["pid"])
+        else:
+            notes.append(f"lock holder not signalled: {why}")
+    group: int | None = None
+    if state.get("host") == host and state.get("pid"):
+        why = procs.identity_problem(int(state["pid"]), state.get("start"))
+        if why is None:
+            group = int(state["pid"]) if state.get("pgid") == state.get("pid") else None
+            driver_pid = driver_pid or (None if group else int(state["pid"]))
+        else:
+            notes.append(f"launched pid not signalled: {why}")
+    note = f" ({'; '.join(notes)})" if notes else ""
+    if driver_pid is None and group is None:
+        return f"nothing stopped{note}"
+    # The Python driver first: it stops its queries between batches. Without one yet (still
+    # starting) the launched group gets the SIGTERM.
+    if driver_pid is not None:
+        _signal(driver_pid, signal.SIGTERM)
+    else:
+        _signal_group(group, signal.SIGTERM)
     deadline = time.time() + grace
     while time.time() < deadline:
-        if not lock.is_held(checkpoint) and not any(pid_alive(p) for p in targets):
-            return f"stopped pid(s) {targets}"
+        if not lock.is_held(checkpoint) and not _alive(driver_pid, group):
+            return f"stopped driver {driver_pid or group} (SIGTERM){note}"
         time.sleep(0.5)
-    for pid in targets:
-        _signal(pid, state, signal.SIGKILL)
-    return f"killed pid(s) {targets} after {grace:.0f}s"
+    if driver_pid is not None:
+        _signal(driver_pid, signal.SIGKILL)
+    _signal_group(group, signal.SIGKILL)
+    return f"killed driver {driver_pid or group} after {grace:.0f}s (SIGKILL){note}"
 
 
-def _signal(pid: int, state: dict[str, Any], sig: signal.Signals) -> None:
+def _alive(pid: int | None, group: int | None) -> bool:
+    return any(pid_alive(p) for p in (pid, group) if p)
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
     try:
-        if state.get("pid") == pid and state.get("pgid") == pid:
-            os.killpg(pid, sig)  # the launched spark-submit and its Python driver together
-        else:
-            os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass  # it ended by itself meanwhile
+
+
+def _signal_group(pgid: int | None, sig: signal.Signals) -> None:
+    if pgid is None:
+        return
+    try:
+        os.killpg(pgid, sig)  # the launched spark-submit and its Python driver together
+    except ProcessLookupError:
         pass
 
 

@@ -48,15 +48,15 @@ def path_params() -> dict[str, Param]:
     return {
         "input": Param(
             None, type=["null", "string"],
-            description="Landing folder to read instead of the spec's (a root with one folder per kind for multi-input jobs). Empty: the spec's.",
+            description="Landing folder to read instead of the spec's (a root with one folder per kind for multi-input jobs). Empty: the spec's. Must be under a landing root (.data/landing or $STATEKEEPER_LANDING_ROOTS).",
         ),
         "output": Param(
             None, type=["null", "string"],
-            description="Delta table to write instead of the spec's. Empty: the spec's.",
+            description="Delta table to write instead of the spec's. Empty: the spec's. Must be under a tables root (.data/tables or $STATEKEEPER_TABLE_ROOTS).",
         ),
         "checkpoint": Param(
             None, type=["null", "string"],
-            description="Checkpoint folder instead of the spec's. Empty: the spec's (the live checkpoint).",
+            description="Checkpoint folder instead of the spec's. Empty: the spec's (the live checkpoint). Must be under a checkpoint root (.data/checkpoints or $STATEKEEPER_CHECKPOINT_ROOTS).",
         ),
     }  # fmt: skip
 
@@ -163,10 +163,10 @@ def backfill_dag(doc_md: str | None = None) -> DAG:
         tags=["statekeeper", "backfill"],
         params={
             "job": Param(jobs[0] if jobs else "", type="string", enum=jobs, description="The job to backfill (its spec in include/jobs/)."),
-            "input": Param("", type="string", minLength=1, description="Folder of JSON-lines events to re-process (for multi-input jobs: one sub-folder per kind)."),
+            "input": Param("", type="string", minLength=1, description="Folder of JSON-lines events to re-process (for multi-input jobs: one sub-folder per kind). Must be under a landing root (.data/landing or $STATEKEEPER_LANDING_ROOTS)."),
             "mode": Param("append", type="string", enum=["replace", "append"], description="replace: the staged rows replace the live rows in their time range (upsert for update-mode jobs). append: only rows whose key is not in the live table are added."),
             "dry_run": Param(False, type="boolean", description="Run and validate on the staged table, but do not make the result visible."),
-            "output": Param(None, type=["null", "string"], description="Live table to publish into instead of the spec's output."),
+            "output": Param(None, type=["null", "string"], description="Live table to publish into instead of the spec's output. Must be under a tables root."),
         },
     ) as dag:  # fmt: skip
         planned = BackfillPlanOperator(
@@ -231,7 +231,7 @@ def supervisor_dag(job: str, doc_md: str | None = None) -> DAG:
             "trigger": Param(str(spec.trigger), type="string", pattern="^processing-time:", description="The query's processing-time trigger, e.g. processing-time:30s."),
             "watch_minutes": Param(10, type="number", exclusiveMinimum=0, description="How long one run watches the driver; the next scheduled run takes over."),
             "restart_backoff_seconds": Param(30 if "restart_backoff" not in sup else None, type=["null", "number"], description="First wait before relaunching a dead driver (doubles per restart). Empty: the spec's supervise.restart_backoff."),
-            "max_restarts": Param(int(sup.get("max_restarts", 5)), type="integer", minimum=0, description="Restarts allowed in one run before the task fails and alerts."),
+            "max_restarts": Param(int(sup.get("max_restarts", 5)), type="integer", minimum=0, description="Restarts allowed within the restart window (spec supervise.restart_window, counted across runs) before the task fails without retry and alerts."),
             "poll_seconds": Param(10, type="number", exclusiveMinimum=0, description="How often the trigger reads the lock and the progress log."),
             **path_params(),
         },
@@ -239,6 +239,7 @@ def supervisor_dag(job: str, doc_md: str | None = None) -> DAG:
         from spark_jobs.runtime.durations import parse_seconds
 
         backoff = parse_seconds(sup.get("restart_backoff", "30 seconds"), "restart_backoff")
+        window = parse_seconds(sup.get("restart_window", "1 hour"), "restart_window")
         StreamingSupervisorOperator(
             task_id="supervise",
             job=job,
@@ -248,6 +249,7 @@ def supervisor_dag(job: str, doc_md: str | None = None) -> DAG:
             watch_seconds="{{ params.watch_minutes * 60 }}",
             restart_backoff=_jinja(f"params.restart_backoff_seconds or {backoff}"),
             max_restarts="{{ params.max_restarts }}",
+            restart_window=window,
             poll_seconds="{{ params.poll_seconds }}",
             doc_md="Attaches to the running driver or launches one; waits in DriverWatchTrigger.",
         )
@@ -317,7 +319,7 @@ def quality_dag(doc_md: str | None = None) -> DAG:
         tags=["statekeeper", "quality"],
         params={
             "jobs": Param([s.name for s in specs], type="array", items={"type": "string", "enum": [s.name for s in specs]}, description="The jobs whose tables to check."),
-            "tables_root": Param(None, type=["null", "string"], description="Read every table as <tables_root>/<job> instead of the spec's output."),
+            "tables_root": Param(None, type=["null", "string"], description="Read every table as <tables_root>/<job> instead of the spec's output. Must be (under) a tables root."),
         },
     ) as dag:  # fmt: skip
         for spec in specs:

@@ -13,7 +13,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from spark_jobs.runtime.progress import is_idle
+from spark_jobs.runtime.progress import HEARTBEAT, is_batch, is_idle
 
 RESTART_VERDICTS = ("dead", "stalled")
 ALIVE_VERDICTS = ("healthy", "idle")  # a started driver: processing, or caught up and waiting
@@ -26,6 +26,8 @@ class Thresholds:
     max_batch_to_trigger_ratio: float = 2.0  # batch duration / trigger interval before "slow"
     window: int = 5  # how many recent batches the rate and state checks look at
     startup_grace: float = 180.0  # seconds a new driver gets before its first progress is due
+    # A batch that heartbeats is alive however long it runs, up to this (then it is hung).
+    max_batch_duration: float = 3600.0
 
     @classmethod
     def from_spec(cls, supervise: dict[str, Any], trigger_interval: float, parse) -> Thresholds:
@@ -37,6 +39,8 @@ class Thresholds:
             kw["max_batch_to_trigger_ratio"] = float(supervise["max_batch_to_trigger_ratio"])
         if "startup_grace" in supervise:
             kw["startup_grace"] = parse(supervise["startup_grace"])
+        if "max_batch_duration" in supervise:
+            kw["max_batch_duration"] = parse(supervise["max_batch_duration"])
         return cls(**kw)
 
 
@@ -96,14 +100,20 @@ def assess(
                 "stalled", f"no progress {since:.0f}s after start (grace {th.startup_grace:.0f}s)"
             )
         return Health("starting", "driver holds the lock; no progress yet")
-    # Any record proves the driver is alive; the batch checks below read batch progress only.
+    # Any record proves the driver is alive (a heartbeat: a batch is running); the batch checks
+    # below read batch progress only.
     age = now - (_logged_at(recent[-1]) or now)
     idle = is_idle(recent[-1])
-    recent = [r for r in recent if not is_idle(r)]
+    beat = recent[-1] if recent[-1].get("event") == HEARTBEAT else None
+    recent = [r for r in recent if is_batch(r)]
     last = recent[-1] if recent else {}
     h = Health(
         "idle" if idle else "healthy",
-        "caught up, waiting for new data" if idle else "progressing",
+        "caught up, waiting for new data"
+        if idle
+        else f"batch running for {beat.get('batch_running_seconds')}s"
+        if beat
+        else "progressing",
         progress_age=round(age, 1),
         batch_id=last.get("batchId"),
         state_rows=_state(last, "numRowsTotal"),
@@ -112,6 +122,12 @@ def assess(
         h.verdict, h.reason = (
             "stalled",
             f"last progress {age:.0f}s ago (limit {th.max_progress_age:.0f}s)",
+        )
+    elif beat and float(beat.get("batch_running_seconds") or 0) > th.max_batch_duration:
+        h.verdict, h.reason = (
+            "stalled",
+            f"one batch has run {beat.get('batch_running_seconds')}s "
+            f"(limit max_batch_duration {th.max_batch_duration:.0f}s)",
         )
     window = recent[-th.window :]
     dur = (last.get("durationMs") or {}).get("triggerExecution")

@@ -12,8 +12,10 @@ from typing import Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
+from spark_jobs.runtime.paths import resolve
 from statekeeper.hooks import CliResult, StatekeeperCliHook
-from statekeeper.submit import drop_empty_options, resolve_path
+from statekeeper.params import check_path_params
+from statekeeper.submit import drop_empty_options
 
 
 class CheckpointInvalid(AirflowFailException):
@@ -44,6 +46,7 @@ class SparkJobsCliOperator(BaseOperator):
     def execute(self, context: Any) -> dict[str, Any]:
         if str(self.skip_reason or "").strip() not in ("", "None"):
             raise AirflowSkipException(str(self.skip_reason))
+        check_path_params(context)
         self._hook = StatekeeperCliHook()
         res = self._hook.run(*drop_empty_options(self.arguments))
         if res.returncode in self.warn_codes:
@@ -97,7 +100,8 @@ class PublishAssetOperator(BaseOperator):
     def execute(self, context: Any) -> dict[str, Any]:
         from statekeeper import delta_log
 
-        table = resolve_path(self.table)
+        check_path_params(context)
+        table = resolve(self.table)
         version = delta_log.version(table)
         if version is None:
             raise AirflowSkipException(f"no Delta table at {table} yet; nothing to publish")

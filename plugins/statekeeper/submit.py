@@ -18,7 +18,9 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk.exceptions import AirflowException, AirflowSkipException
 
+from spark_jobs.runtime.paths import resolve
 from statekeeper.env import project_root, python
+from statekeeper.params import check_path_params
 from statekeeper.triggers import CheckpointFreeTrigger
 
 LOCK_HELD_EXIT = 3  # spark_jobs.errors.LockHeld
@@ -38,14 +40,6 @@ def drop_empty_options(args: Sequence[Any]) -> list[str]:
             out.append(a)
         i += 1
     return out
-
-
-def resolve_path(uri: str) -> str:
-    """Like the spec loader: relative local paths are under the project root."""
-    if "://" in uri:
-        return uri.rstrip("/")
-    p = Path(uri).expanduser()
-    return str(p if p.is_absolute() else project_root() / p)
 
 
 def submit_settings(name: str, args: list[str]) -> dict[str, Any]:
@@ -116,10 +110,11 @@ class SparkJobsSubmitOperator(SparkSubmitOperator):
     def execute(self, context: Any) -> dict[str, Any]:
         if str(self.skip_reason or "").strip() not in ("", "None"):
             raise AirflowSkipException(str(self.skip_reason))
+        check_path_params(context)
         if self.guard_checkpoint:
             from spark_jobs.runtime.lock import describe, holder
 
-            info = holder(resolve_path(self.guard_checkpoint))
+            info = holder(resolve(self.guard_checkpoint))
             if info is not None:
                 self.log.info(
                     "checkpoint held by %s; waiting for it in the triggerer", describe(info)
@@ -130,7 +125,7 @@ class SparkJobsSubmitOperator(SparkSubmitOperator):
     def _wait_for_checkpoint(self) -> None:
         self.defer(
             trigger=CheckpointFreeTrigger(
-                resolve_path(self.guard_checkpoint), self.wait_timeout, self.poll_seconds
+                resolve(self.guard_checkpoint), self.wait_timeout, self.poll_seconds
             ),
             method_name="resume_when_free",
         )
@@ -170,7 +165,7 @@ class SparkJobsSubmitOperator(SparkSubmitOperator):
         if self.report_table:
             from statekeeper import delta_log
 
-            table = resolve_path(self.report_table)
+            table = resolve(self.report_table)
             result.update(table=table, version=delta_log.version(table))
         return result
 
@@ -186,7 +181,7 @@ class SparkJobsSubmitOperator(SparkSubmitOperator):
         # provider kills spark-submit it would be reparented, so look before).
         from statekeeper import driver
 
-        ckpt = resolve_path(self.guard_checkpoint) if self.guard_checkpoint else ""
+        ckpt = resolve(self.guard_checkpoint) if self.guard_checkpoint else ""
         info = (driver.holder(ckpt) if ckpt else None) or {}
         sp = getattr(self._hook, "_submit_sp", None)
         ours = (

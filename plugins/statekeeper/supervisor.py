@@ -10,6 +10,11 @@ Why two drivers cannot happen: the launch decision runs under an flock on
 ``_statekeeper/supervisor.lock`` and counts a launched pid that is still alive as a driver even
 before it took the job lock; a retried, killed or timed-out task leaves the driver running and the
 next try attaches to it; and the runner itself refuses a second writer (exit code 3).
+
+Why a crash loop ends: every restart is recorded in ``supervisor.json`` beside the checkpoint, so
+the count outlives task runs; more than ``max_restarts`` within ``restart_window`` seconds fails
+the task without retries (``RestartBudgetSpent``: the failure alerts), and later runs keep failing
+without launching until the window has moved past the restarts.
 """
 
 from __future__ import annotations
@@ -24,13 +29,19 @@ from dataclasses import asdict
 from typing import Any
 
 from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
+from spark_jobs.runtime import procs
 from statekeeper import driver
+from statekeeper.params import check_path_params
 from statekeeper.submit import drop_empty_options, submit_settings
 from statekeeper.triggers import BackoffTrigger, DriverWatchTrigger
 
 MAX_BACKOFF = 600.0
+
+
+class RestartBudgetSpent(AirflowFailException):
+    """The driver needed more restarts within the window than allowed: fail (and alert), no retry."""
 
 
 @contextmanager
@@ -69,6 +80,7 @@ class StreamingSupervisorOperator(BaseOperator):
         "watch_seconds",
         "restart_backoff",
         "max_restarts",
+        "restart_window",
         "poll_seconds",
     )
     ui_color = "#cce5ff"
@@ -83,6 +95,7 @@ class StreamingSupervisorOperator(BaseOperator):
         watch_seconds: Any = 600,
         restart_backoff: Any = 30,
         max_restarts: Any = 5,
+        restart_window: Any = 3600,
         poll_seconds: Any = 5,
         conn_id: str = "spark_default",
         **kwargs: Any,
@@ -95,6 +108,7 @@ class StreamingSupervisorOperator(BaseOperator):
         self.watch_seconds = watch_seconds
         self.restart_backoff = restart_backoff
         self.max_restarts = max_restarts
+        self.restart_window = restart_window
         self.poll_seconds = poll_seconds
         self.conn_id = conn_id
 
@@ -134,6 +148,7 @@ class StreamingSupervisorOperator(BaseOperator):
 
     # -- the steps ---------------------------------------------------------------------------
     def execute(self, context: Any) -> dict[str, Any]:
+        check_path_params(context)
         spec = self._spec()
         if str(self.action) == "stop":
             state = driver.read_state(spec.checkpoint)
@@ -165,10 +180,13 @@ class StreamingSupervisorOperator(BaseOperator):
                 self.log.info("a driver is already there (%s); attaching, not launching", who)
                 run["events"].append({"at": time.time(), "what": "attached", "pid": who.get("pid")})
                 return self._watch(run, ckpt, spec, state.get("launched_at"), state.get("pid"))
-            if run["restarts"] >= int(self.max_restarts):
-                raise AirflowException(
-                    f"job {self.job}: driver died or stalled {run['restarts']} times in this run; "
-                    f"gave up (max_restarts={self.max_restarts}); see {driver.DRIVER_LOG} under "
+            window = float(self.restart_window)
+            spent = driver.restarts_in_window(state, window)
+            if len(spent) > int(self.max_restarts):
+                raise RestartBudgetSpent(
+                    f"job {self.job}: driver restarted {len(spent)} times in the last "
+                    f"{window / 60:.0f} min (max_restarts={self.max_restarts}); not launching "
+                    f"again until the window passes; see {driver.DRIVER_LOG} under "
                     f"{driver.statekeeper_dir(ckpt)}"
                 )
             wait = run.get("not_before", 0) - time.time()
@@ -183,10 +201,12 @@ class StreamingSupervisorOperator(BaseOperator):
             state = {
                 "pid": pid,
                 "pgid": pid,
+                "start": procs.start_ticks(pid),  # who this pid is: see spark_jobs.runtime.procs
                 "host": socket.gethostname(),
                 "launched_at": now,
                 "launches": int(state.get("launches", 0)) + 1,
                 "by": f"{context['dag'].dag_id}/{context['run_id']}/try{context['ti'].try_number}",
+                "restarts": spent,
             }
             driver.write_state(ckpt, state)
         run["launched"].append(pid)
@@ -240,6 +260,7 @@ class StreamingSupervisorOperator(BaseOperator):
         if health.get("verdict") == "stalled":
             self.log.info(driver.stop(spec.checkpoint, driver.read_state(spec.checkpoint)))
         run["restarts"] += 1
+        driver.record_restart(spec.checkpoint, float(self.restart_window))
         run["events"].append(
             {"at": time.time(), "what": health.get("verdict"), "why": health.get("reason")}
         )

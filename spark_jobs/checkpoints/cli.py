@@ -15,6 +15,10 @@ DEFAULT_KEEP = 7
 
 def _target(args: argparse.Namespace) -> roots.Target:
     job = args.job or getattr(args, "job_name", None) or None
+    if job and ("/" in job or job.startswith(".")):  # a path given where a job name goes
+        raise UserError(
+            f"{job!r} is a path, not a job; to name a checkpoint use --checkpoint {job}"
+        )
     if args.job and getattr(args, "job_name", None) and args.job != args.job_name:
         raise UserError(f"two jobs named: {args.job_name} and --job {args.job}")
     return roots.resolve(job, args.checkpoint or None, args.snapshot_root or None)

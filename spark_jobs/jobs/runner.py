@@ -3,12 +3,22 @@
 Each landing line is read and parsed once per batch: the query's rows are the job's output
 unioned with the bad records, and its ``foreachBatch`` writes each kind to its own Delta table,
 both exactly once (:mod:`spark_jobs.io.sinks`).
+
+SIGTERM is a graceful stop: the run lets the running micro-batches finish, stops its queries
+between batches, writes its summary and exits 0 (a second SIGTERM or a SIGKILL still ends it at
+once; a batch cut short is re-run from the checkpoint, exactly once). While a batch runs, a
+heartbeat line goes to the progress log, so a long batch is not taken for a stalled driver.
 """
 
 from __future__ import annotations
 
 import json
+import signal
+import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -138,11 +148,11 @@ def run_job(
         qname = f"{spec.name}"
         # Version at start, read from the log's file names: the summary reads only new commits.
         before = {uri: sinks.delta_version(uri) for uri in (spec.output, spec.quarantine)}
-        listener = progress.make_listener(
-            spec.name, {qname: spec.checkpoint}, scans=sinks.SCANS_PER_SOURCE
-        )
+        targets = {qname: spec.checkpoint}
+        listener = progress.make_listener(spec.name, targets, scans=sinks.SCANS_PER_SOURCE)
         spark.streams.addListener(listener)
         queries: list[Any] = []
+        stop_signal: list[int] = []
         try:
             good: dict[str, Any] = {}
             bad = None
@@ -174,7 +184,8 @@ def run_job(
                     "update" if upsert else "append",
                 )
             )
-            _wait(queries, run_for)
+            with _graceful_stop(stop_signal):
+                _wait(queries, run_for, Heartbeat(spec.name, targets), stop_signal)
             _wait_for_listener(spec, queries)
         except UserError:
             raise
@@ -200,10 +211,78 @@ def run_job(
                 except Exception:
                     pass
             spark.streams.removeListener(listener)
-        return summarise(spec, started, {str(q.runId) for q in queries}, before)
+        summary = summarise(spec, started, {str(q.runId) for q in queries}, before)
+        if stop_signal:
+            summary.extra["stopped_by"] = signal.Signals(stop_signal[0]).name
+        return summary
 
 
-def _wait(queries: list[Any], run_for: float | None) -> None:
+@contextmanager
+def _graceful_stop(flag: list[int]) -> Iterator[None]:
+    """While inside, SIGTERM only sets ``flag`` (the wait loop then stops between batches); a
+    second SIGTERM ends the process at once. Signals reach the main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_term(signum: int, _frame: Any) -> None:
+        if flag:
+            sys.exit(128 + signum)  # asked twice: stop now
+        flag.append(signum)
+        print("statekeeper: SIGTERM: stopping after the running batch", file=sys.stderr, flush=True)
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class Heartbeat:
+    """Appends a heartbeat record to a query's progress log every ``progress.heartbeat_every()``
+    seconds while one of its batches runs (Spark reports progress only when a batch ends)."""
+
+    LOOK_EVERY = 2.0  # seconds between looks at the queries' status (one JVM call each)
+
+    def __init__(self, job: str, targets: dict[str, str]) -> None:
+        self.job = job
+        self.targets = targets  # query name -> checkpoint whose progress log it writes
+        self.every = progress.heartbeat_every()
+        self.running_since: dict[str, float] = {}
+        self.last_beat: dict[str, float] = {}
+        self.batch_seen: dict[str, tuple[Any, Any]] = {}
+        self.last_look = 0.0
+
+    def tick(self, queries: list[Any]) -> None:
+        now = time.time()
+        if now - self.last_look < min(self.LOOK_EVERY, self.every / 2):
+            return
+        self.last_look = now
+        for q in queries:
+            name = q.name
+            if name not in self.targets or not q.isActive or not q.status["isTriggerActive"]:
+                self.running_since.pop(name, None)
+                continue
+            # Batches may run back to back: a new last progress means a new batch began.
+            batch = _last_batch(q)
+            if self.batch_seen.get(name) != batch:
+                self.batch_seen[name] = batch
+                self.running_since.pop(name, None)
+            since = self.running_since.setdefault(name, now)
+            if now - since >= self.every and now - self.last_beat.get(name, 0.0) >= self.every:
+                record = progress.heartbeat_record(
+                    name, str(q.id), str(q.runId), self.job, now - since, now
+                )
+                progress.append_line(progress.progress_path(self.targets[name]), record)
+                self.last_beat[name] = now
+
+
+def _wait(
+    queries: list[Any],
+    run_for: float | None,
+    heartbeat: Heartbeat | None = None,
+    stop_signal: list[int] | None = None,
+) -> None:
     deadline = None if run_for is None else time.time() + run_for
     while True:
         for q in queries:
@@ -211,13 +290,40 @@ def _wait(queries: list[Any], run_for: float | None) -> None:
                 raise q.exception()
         if all(not q.isActive for q in queries):
             return
+        if stop_signal:
+            _stop_between_batches(queries, heartbeat)
+            return
         if deadline is not None and time.time() >= deadline:
             for q in queries:
                 q.stop()
             return
+        if heartbeat is not None:
+            heartbeat.tick(queries)
         for q in queries:
             if q.isActive:
                 q.awaitTermination(0.5)
+
+
+def _stop_between_batches(queries: list[Any], heartbeat: Heartbeat | None) -> None:
+    """Stop each query once the batch it was running has ended. ``query.stop()`` would interrupt
+    a running batch, so a query is stopped when its trigger is quiet or when a batch has ended
+    since the signal (a next batch that started back to back is cut and re-run later from the
+    checkpoint: exactly once either way)."""
+    pending = {id(q): (q, _last_batch(q)) for q in queries if q.isActive}
+    while pending:
+        for key, (q, at_signal) in list(pending.items()):
+            if not q.isActive or not q.status["isTriggerActive"] or _last_batch(q) != at_signal:
+                q.stop()
+                del pending[key]
+        if heartbeat is not None:
+            heartbeat.tick([q for q, _ in pending.values()])
+        if pending:
+            time.sleep(0.2)
+
+
+def _last_batch(q: Any) -> tuple[Any, Any]:
+    last = q.lastProgress or {}
+    return last.get("batchId"), last.get("timestamp")
 
 
 def _wait_for_listener(spec: JobSpec, queries: list[Any], timeout: float = 15.0) -> None:

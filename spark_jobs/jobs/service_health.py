@@ -132,9 +132,7 @@ def initial_state(spark: Any, spec: Any) -> Any | None:
     uri = spec.params.get("initial_state")
     if not uri:
         return None
-    from spark_jobs.runtime.spec import _resolve
-
-    uri = _resolve(str(uri))
+    uri = paths.resolve(str(uri))
     local = paths.local_path(uri)
     if local is not None and not (local / "_delta_log").is_dir():
         return None  # no known services yet: start from nothing

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_jobs.errors import LockHeld, UserError
-from spark_jobs.runtime import paths
+from spark_jobs.runtime import paths, procs
 
 
 def lock_path(checkpoint: str) -> Path:
@@ -54,6 +54,7 @@ class JobLock:
             "host": socket.gethostname(),
             "job": self.job,
             "purpose": self.purpose,
+            "start": procs.start_ticks(os.getpid()),  # with the pid: who to signal, see procs
             "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         os.ftruncate(fd, 0)

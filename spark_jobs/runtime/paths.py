@@ -1,8 +1,15 @@
-"""Where things live. The one place that knows the project root and the layout under it."""
+"""Where things live. The one place that knows the project root, the layout under it, how a
+path given by a spec, a command or a DAG param is resolved, and which folders such paths may
+name (the roots).
+
+Imports neither Spark nor Airflow: the Airflow plugin (the two-driver guard, the DAG param checks)
+and the Spark side (the spec loader) resolve every path here, so they always mean the same folder.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 # Project files Statekeeper keeps inside a Spark checkpoint (CONTRACTS.md section 4).
@@ -36,6 +43,76 @@ def data_dir() -> Path:
     """The embedded default's files: $STATEKEEPER_DATA, else ``./.data``."""
     env = os.environ.get("STATEKEEPER_DATA")
     return Path(env).resolve() if env else project_root() / ".data"
+
+
+def resolve(uri: str) -> str:
+    """The one path resolver. URLs are left alone (trailing ``/`` dropped); a relative local path
+    is under the project root, except ``.data/...``, which is under the data folder
+    ($STATEKEEPER_DATA relocates every spec's files at once, e.g. to ``/data`` under
+    docker-compose)."""
+    if "://" in uri:
+        return uri.rstrip("/")
+    p = Path(uri).expanduser()
+    if not p.is_absolute():
+        parts = p.parts
+        if parts and parts[0] == ".data":
+            p = data_dir().joinpath(*parts[1:])
+        else:
+            p = project_root() / p
+    return str(p)
+
+
+# The roots: the folders a path given by someone (a DAG param, a command's option) may name, per
+# kind of path. Each is ``<data>/<folder>`` plus the folders listed in its environment variable
+# (``:``-separated, e.g. a mounted volume or a bucket URL).
+ROOTS = {
+    "landing": ("landing", "STATEKEEPER_LANDING_ROOTS"),
+    "tables": ("tables", "STATEKEEPER_TABLE_ROOTS"),
+    "checkpoints": ("checkpoints", "STATEKEEPER_CHECKPOINT_ROOTS"),
+}
+
+
+def roots(kind: str) -> list[str]:
+    """The roots of one kind of path (``landing``, ``tables``, ``checkpoints``)."""
+    folder, env = ROOTS[kind]
+    # ``:``-separated, but the ``:`` of ``scheme://`` does not separate.
+    extra = [r for r in re.split(r":(?!//)", os.environ.get(env, "")) if r.strip()]
+    return list(dict.fromkeys([str(data_dir() / folder), *extra]))
+
+
+def normalise(uri: str) -> str:
+    """An absolute, symlink-free local path, or the URL with ``.``/``..`` segments applied; a URL
+    that climbs above its bucket raises ValueError."""
+    local = local_path(uri)
+    if local is not None:
+        return str(Path(os.path.abspath(local.expanduser())).resolve())
+    scheme, rest = uri.split("://", 1)
+    out: list[str] = []
+    for seg in rest.split("/"):
+        if seg == "..":
+            if len(out) <= 1:
+                raise ValueError(f"{uri} climbs above its bucket")
+            out.pop()
+        elif seg not in ("", "."):
+            out.append(seg)
+    return f"{scheme}://{'/'.join(out)}"
+
+
+def outside_roots(uri: str, kind: str, allow_root: bool = False) -> str | None:
+    """None when ``uri`` (resolved like a spec path) lies inside a root of ``kind`` (or is one,
+    with ``allow_root``); else the one-line reason, naming the roots and how to add one."""
+    try:
+        norm = normalise(resolve(uri))
+    except ValueError as exc:
+        return str(exc)
+    for root in roots(kind):
+        r = normalise(root).rstrip("/")
+        if norm.startswith(r + "/") or (allow_root and norm == r):
+            return None
+    return (
+        f"{uri} is outside the {kind} roots ({', '.join(roots(kind))}); use a path under one of "
+        f"them or add its folder to ${ROOTS[kind][1]}"
+    )
 
 
 def cache_dir() -> Path:

@@ -6,13 +6,20 @@ Airflow supervisor use.
 Since Spark 3.5 a continuous query with no new data reports ``onQueryIdle`` instead of empty
 progress, so without more a caught-up job would look stalled. The listener logs those as
 ``{"event": "idle", ...}`` lines, at most one per query per ``IDLE_LOG_EVERY`` seconds (idle
-events come every 10 s, forever). Readers get batch progress only unless they ask for idle
-records (the supervisor's health check does).
+events come every 10 s, forever). A batch that runs long is no stall either: while a trigger runs,
+the runner appends a ``{"event": "heartbeat", ...}`` line every ``heartbeat_every()`` seconds
+saying how long the batch has run. Readers get batch progress only unless they ask for these
+event records too (the supervisor's health check does).
+
+The log is rotated by size: past ``max_bytes()`` the file becomes ``progress.jsonl.1`` (older
+ones shift to ``.2`` ... ``.KEEP_ROTATED``, the oldest goes) and a new one starts; readers read
+the rotated files first, so they see one log, oldest first.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -22,7 +29,23 @@ from typing import Any
 from spark_jobs.runtime import paths
 
 IDLE = "idle"
+HEARTBEAT = "heartbeat"
 IDLE_LOG_EVERY = 60.0  # seconds; well below the supervisor's stalled limit (5 minutes)
+HEARTBEAT_EVERY_ENV = "STATEKEEPER_HEARTBEAT_SECONDS"
+MAX_BYTES_ENV = "STATEKEEPER_PROGRESS_MAX_BYTES"
+KEEP_ROTATED = 5  # progress.jsonl.1 .. .5: with the default size, ~100 MB of history at most
+_WRITE = threading.Lock()  # the listener's thread and the runner's heartbeat share one file
+
+
+def heartbeat_every() -> float:
+    """Seconds between heartbeats of a running batch (default 30, far below the stalled limit)."""
+    return float(os.environ.get(HEARTBEAT_EVERY_ENV) or 30.0)
+
+
+def max_bytes() -> int:
+    """Size past which the progress log is rotated (default 16 MB)."""
+    return int(os.environ.get(MAX_BYTES_ENV) or 16_000_000)
+
 
 # Key-level metrics of a batch, left by the batch writer (driver side) for the listener, which
 # adds them to that batch's record as top-level "keys": (query name, batch id) -> counts.
@@ -59,8 +82,11 @@ def append_line(target: str, record: dict[str, Any]) -> None:
     local = paths.local_path(target)
     if local is not None:
         local.parent.mkdir(parents=True, exist_ok=True)
-        with open(local, "a", encoding="utf-8") as fh:
-            fh.write(line)
+        with _WRITE:
+            if local.exists() and local.stat().st_size + len(line) > max_bytes():
+                _rotate(local)
+            with open(local, "a", encoding="utf-8") as fh:
+                fh.write(line)
         return
     import fsspec
 
@@ -68,32 +94,56 @@ def append_line(target: str, record: dict[str, Any]) -> None:
         fh.write(line)
 
 
+def _rotate(local: Path) -> None:
+    """progress.jsonl -> .1 -> .2 ...; the oldest beyond KEEP_ROTATED is dropped."""
+    for n in range(KEEP_ROTATED - 1, 0, -1):
+        older = rotated(local, n)
+        if older.exists():
+            os.replace(older, rotated(local, n + 1))
+    os.replace(local, rotated(local, 1))
+
+
+def rotated(local: Path, n: int) -> Path:
+    return local.with_name(f"{local.name}.{n}")
+
+
+def log_files(checkpoint: str) -> list[Path]:
+    """The local progress log's files, oldest first (rotated ones, then the current one)."""
+    local = paths.local_path(progress_path(checkpoint))
+    if local is None:
+        return []
+    files = [rotated(local, n) for n in range(KEEP_ROTATED, 0, -1)] + [local]
+    return [f for f in files if f.exists()]
+
+
 def is_idle(record: dict[str, Any]) -> bool:
     return record.get("event") == IDLE
 
 
+def is_batch(record: dict[str, Any]) -> bool:
+    """A micro-batch's progress (not an idle or heartbeat record)."""
+    return "event" not in record
+
+
 def read_progress(checkpoint: str, idle: bool = False) -> list[dict[str, Any]]:
-    """All progress records of a checkpoint, oldest first ([] when none yet); with ``idle``,
-    the idle records too."""
-    return [r for r in iter_progress(checkpoint) if idle or not is_idle(r)]
+    """All batch progress records of a checkpoint, oldest first ([] when none yet); with
+    ``idle``, the idle and heartbeat records too."""
+    return [r for r in iter_progress(checkpoint) if idle or is_batch(r)]
 
 
 def iter_progress(checkpoint: str) -> Iterator[dict[str, Any]]:
-    """Every record of the log, idle ones included, oldest first."""
+    """Every record of the log (rotated files first), event records included, oldest first."""
     target = progress_path(checkpoint)
-    local = paths.local_path(target)
-    if local is not None:
-        if not local.exists():
-            return
-        # A bad byte (a torn write, a hand edit) spoils its line, not the whole log.
-        text = local.read_bytes().decode("utf-8", errors="replace")
+    if paths.local_path(target) is not None:
+        # Bytes that are not UTF-8 (a torn write) spoil their line only, never the reader.
+        text = "".join(f.read_bytes().decode("utf-8", "replace") for f in log_files(checkpoint))
     else:
         import fsspec
 
         fs, p = fsspec.core.url_to_fs(target)
         if not fs.exists(p):
             return
-        text = fs.cat_file(p).decode("utf-8", errors="replace")
+        text = fs.cat_file(p).decode("utf-8", "replace")
     for line in text.splitlines():
         line = line.strip()
         if line:
@@ -121,7 +171,6 @@ def make_listener(job: str, targets: dict[str, str], scans: int = 1):  # -> Stre
     """
     from pyspark.sql.streaming import StreamingQueryListener
 
-    lock = threading.Lock()
     names: dict[str, str] = {}  # query id -> name (idle events carry only the id)
     last_idle: dict[str, float] = {}
 
@@ -140,8 +189,7 @@ def make_listener(job: str, targets: dict[str, str], scans: int = 1):  # -> Stre
             keys = pop_keys(progress.get("name") or "", int(progress.get("batchId", -1)))
             if keys is not None:
                 progress["keys"] = keys
-            with lock:
-                append_line(progress_path(checkpoint), progress)
+            append_line(progress_path(checkpoint), progress)
 
         def onQueryIdle(self, event: Any) -> None:
             qid = str(event.id)
@@ -153,8 +201,7 @@ def make_listener(job: str, targets: dict[str, str], scans: int = 1):  # -> Stre
                 return
             last_idle[qid] = now
             record = idle_record(names[qid], qid, str(event.runId), event.timestamp, job, now)
-            with lock:
-                append_line(progress_path(checkpoint), record)
+            append_line(progress_path(checkpoint), record)
 
         def onQueryTerminated(self, event: Any) -> None:
             pass
@@ -172,10 +219,21 @@ def idle_record(
     }  # fmt: skip
 
 
+def heartbeat_record(
+    name: str, query_id: str, run_id: str, job: str, running_seconds: float, now: float
+) -> dict[str, Any]:
+    """The line logged while a batch runs: the driver is alive, the batch has run this long."""
+    return {
+        "event": HEARTBEAT, "name": name, "id": query_id, "runId": run_id,
+        "batch_running_seconds": round(running_seconds, 1),
+        "statekeeper": {"job": job, "logged_at": now},
+    }  # fmt: skip
+
+
 def last_progress(checkpoint: str) -> dict[str, Any] | None:
     last = None
     for rec in iter_progress(checkpoint):
-        if not is_idle(rec):
+        if is_batch(rec):
             last = rec
     return last
 

@@ -1,7 +1,8 @@
 """Job specs: ``include/jobs/JOB.yaml`` read in one place, for the Spark side and the DAGs alike.
 
 A spec names a job's input(s), output, checkpoint, watermark, state store, trigger and parameters.
-Relative paths are under the project root (``./.data/...`` on the embedded default).
+Relative paths are resolved by :func:`spark_jobs.runtime.paths.resolve` (``.data/...`` under the
+data folder), the same resolver the Airflow plugin uses.
 """
 
 from __future__ import annotations
@@ -120,9 +121,9 @@ class JobSpec:
         if input:
             changes["inputs"] = _override_inputs(self, [input] if isinstance(input, str) else input)
         if output:
-            changes["output"] = _resolve(output)
+            changes["output"] = paths.resolve(output)
         if checkpoint:
-            changes["checkpoint"] = _resolve(checkpoint)
+            changes["checkpoint"] = paths.resolve(checkpoint)
         if trigger:
             changes["trigger"] = Trigger.parse(trigger)
         return replace(self, **changes)
@@ -151,21 +152,6 @@ class JobSpec:
         return d
 
 
-def _resolve(uri: str) -> str:
-    """Relative local paths are under the project root, and ``.data/...`` under the data folder
-    ($STATEKEEPER_DATA relocates every spec's files at once); URLs are left alone."""
-    if "://" in uri:
-        return uri.rstrip("/")
-    p = Path(uri).expanduser()
-    if not p.is_absolute():
-        parts = p.parts
-        if parts and parts[0] == ".data":
-            p = paths.data_dir().joinpath(*parts[1:])
-        else:
-            p = paths.project_root() / p
-    return str(p)
-
-
 def _override_inputs(spec: JobSpec, values: list[str]) -> dict[str, str]:
     """``--input URI`` (one-source job, or a root holding one folder per kind) or ``KIND=URI``."""
     out = dict(spec.inputs)
@@ -176,11 +162,11 @@ def _override_inputs(spec: JobSpec, values: list[str]) -> dict[str, str]:
                 raise UserError(
                     f"job {spec.name} has no input {kind!r}; its inputs: {', '.join(out)}"
                 )
-            out[kind] = _resolve(uri)
+            out[kind] = paths.resolve(uri)
         elif len(out) == 1:
-            out = {spec.kinds[0]: _resolve(v)}
+            out = {spec.kinds[0]: paths.resolve(v)}
         else:
-            out = {k: paths.join(_resolve(v), k) for k in out}
+            out = {k: paths.join(paths.resolve(v), k) for k in out}
     return out
 
 
@@ -245,9 +231,9 @@ def parse_spec(raw: dict[str, Any], where: str, default_name: str | None = None)
         pattern=choice("pattern", ("arbitrary", "builtin"), "arbitrary"),
         mode=choice("mode", MODES, "catch-up"),
         schedule=raw.get("schedule"),
-        inputs={str(k): _resolve(str(v)) for k, v in inputs.items()},
-        output=_resolve(str(need("output"))),
-        checkpoint=_resolve(str(need("checkpoint"))),
+        inputs={str(k): paths.resolve(str(v)) for k, v in inputs.items()},
+        output=paths.resolve(str(need("output"))),
+        checkpoint=paths.resolve(str(need("checkpoint"))),
         trigger=Trigger.parse(raw.get("trigger", "available-now")),
         watermark_seconds=parse_seconds(need("watermark"), f"watermark in {where}"),
         state_store=choice("state_store", STATE_STORES, "rocksdb"),

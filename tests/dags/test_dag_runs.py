@@ -31,7 +31,7 @@ def test_catch_up_writes_then_changes_nothing_and_bad_backfills_stop_early(airfl
     )  # fmt: skip
     table = data / "tables" / JOB
     log = tmp_path / "dag_runs.log"
-    missing = tmp_path / "no-such-folder"
+    missing = data / "landing" / "no-such-folder"  # inside the landing root, just not there
     first, second, no_input, bad_mode, bad_job = run_dags(
         airflow_home,
         [
@@ -74,7 +74,7 @@ def test_catch_up_writes_then_changes_nothing_and_bad_backfills_stop_early(airfl
 def test_backfill_publishes_once_and_an_identical_one_changes_nothing(airflow_home, tmp_path):
     data = tmp_path / "data"
     generate("clickstream", str(data / "landing" / "clickstream"), events=2000, keys=40, seed=4)
-    replay = tmp_path / "replay"  # the events to re-process, e.g. a corrected export
+    replay = data / "landing" / "replay"  # the events to re-process, e.g. a corrected export
     generate("clickstream", str(replay), events=2000, keys=40, seed=5)
     table = data / "tables" / JOB
     conf = {"job": JOB, "input": str(replay), "mode": "replace"}

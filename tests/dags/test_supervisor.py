@@ -40,22 +40,20 @@ def _progress_lines(ckpt: Path) -> int:
 
 
 def _cleanup(ckpt: Path) -> None:
-    """Never leave a driver behind, whatever the test did."""
+    """Never leave a driver behind, whatever the test did; and never kill a stranger that got a
+    recorded pid since (pids wrap within minutes on a busy machine): check identity first."""
+    from spark_jobs.runtime import procs
+
     state_file = ckpt / "_statekeeper" / "supervisor.json"
-    pids = []
-    if state_file.exists():
-        pids.append(json.loads(state_file.read_text()).get("pgid"))
-    info = _holder(ckpt) if ckpt.exists() else None
-    for pgid in filter(None, pids):
-        try:
-            os.killpg(int(pgid), signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    if info and info.get("pid"):
-        try:
-            os.kill(int(info["pid"]), signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+    state = json.loads(state_file.read_text()) if state_file.exists() else {}
+    info = (_holder(ckpt) if ckpt.exists() else None) or {}
+    for rec, kill in ((state, os.killpg), (info, os.kill)):
+        pid = rec.get("pid")
+        if pid and procs.identity_problem(int(pid), rec.get("start")) is None:
+            try:
+                kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # ended meanwhile
 
 
 def test_supervisor_restarts_a_killed_driver_and_never_starts_a_second(airflow_home, tmp_path):
@@ -64,14 +62,14 @@ def test_supervisor_restarts_a_killed_driver_and_never_starts_a_second(airflow_h
         [sys.executable, "-m", "spark_jobs", "generate", "service-logs", "--out", str(landing), "--events", "200", "--seed", "3"],
         check=True, cwd=ROOT, capture_output=True, env=airflow_env(airflow_home),
     )  # fmt: skip
-    ckpt = tmp_path / "ckpt"
+    ckpt = tmp_path / "checkpoints" / "service_health"  # under the roots of data=tmp_path
     conf = {
         "trigger": "processing-time:5s",
         "poll_seconds": 1,
         "restart_backoff_seconds": 2,
         "max_restarts": 2,
         "input": str(landing),
-        "output": str(tmp_path / "table"),
+        "output": str(tmp_path / "tables" / "service_health"),
         "checkpoint": str(ckpt),
     }
     log = tmp_path / "airflow.log"
@@ -101,7 +99,7 @@ def test_supervisor_restarts_a_killed_driver_and_never_starts_a_second(airflow_h
         # While it runs, a second writer on the same checkpoint is refused by the runner.
         direct = subprocess.run(
             [sys.executable, "-m", "spark_jobs", "run", "service_health", "--trigger", "processing-time:5s",
-             "--input", str(landing), "--output", str(tmp_path / "table"), "--checkpoint", str(ckpt)],
+             "--input", str(landing), "--output", str(tmp_path / "tables" / "service_health"), "--checkpoint", str(ckpt)],
             cwd=ROOT, capture_output=True, text=True, env=airflow_env(airflow_home), timeout=120,
         )  # fmt: skip
         assert direct.returncode == 3, direct.stderr

@@ -1,15 +1,22 @@
 """docker-compose.yaml, checked as far as it can be without a Docker engine: it parses, has every
-service with a healthcheck, the shared volumes, and the Spark connection wiring."""
+service with a healthcheck, the shared volumes, and the Spark connection wiring; no secret is in
+it (each is required from the git-ignored .env that `make env` writes with random values), ports
+are on 127.0.0.1, containers run as a non-root user, and the header tells the real login."""
 
+import base64
 import json
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
+from scripts import make_env
+
 pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
+
 AIRFLOW = (
     "airflow-init",
     "airflow-apiserver",
@@ -52,7 +59,7 @@ def test_shared_volumes_and_connection_wiring(compose):
     assert "spark://spark-master:7077" in " ".join(services["spark-worker"]["command"])
     assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].endswith("@postgres/airflow")
     assert env["STATEKEEPER_DATA"] == "/data"
-    assert set(compose["volumes"]) == {"postgres-db", "statekeeper-data"}
+    assert set(compose["volumes"]) == {"postgres-db", "statekeeper-data", "airflow-auth"}
 
 
 def test_image_bakes_the_lock_and_delta_jars():
@@ -60,3 +67,61 @@ def test_image_bakes_the_lock_and_delta_jars():
     assert "uv pip sync --system requirements.lock" in dockerfile
     assert "python -m spark_jobs.runtime.jars fetch" in dockerfile
     assert "openjdk-17" in dockerfile
+
+
+REQUIRED = re.compile(r"^\$\{([A-Z0-9_]+):\?[^}]+\}$")
+
+
+def test_no_secret_in_the_file_each_is_required_from_the_uncommitted_env(compose):
+    text = (ROOT / "docker-compose.yaml").read_text()
+    env = compose["x-airflow-common"]["environment"]
+    for key in (
+        "AIRFLOW__API_AUTH__JWT_SECRET",
+        "AIRFLOW__API__SECRET_KEY",
+        "AIRFLOW__CORE__FERNET_KEY",
+    ):
+        assert REQUIRED.match(env[key]), (key, env[key])
+    pg = compose["services"]["postgres"]["environment"]["POSTGRES_PASSWORD"]
+    assert REQUIRED.match(pg) and pg.split(":?")[0] in env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]
+    assert "airflow:airflow@" not in text and "change-me" not in text
+    assert ".env" in (ROOT / ".gitignore").read_text().splitlines()
+    example = (ROOT / ".env.example").read_text()
+    names = make_env.required(ROOT / "docker-compose.yaml")
+    assert set(names) >= {"POSTGRES_PASSWORD", "AIRFLOW_JWT_SECRET", "AIRFLOW_FERNET_KEY"}
+    for name in names:  # documented, without a value
+        assert re.search(rf"^{name}=$", example, re.M), name
+
+
+def test_make_env_writes_random_secrets_once(tmp_path):
+    first, second = tmp_path / "a.env", tmp_path / "b.env"
+    names = make_env.write_env(first, ROOT / "docker-compose.yaml")
+    make_env.write_env(second, ROOT / "docker-compose.yaml")
+    a, b = (
+        dict(ln.split("=", 1) for ln in f.read_text().splitlines()[1:]) for f in (first, second)
+    )
+    assert list(a) == names and all(len(v) >= 32 for v in a.values())
+    assert all(a[n] != b[n] for n in names)  # random each time
+    assert len(base64.urlsafe_b64decode(a["AIRFLOW_FERNET_KEY"])) == 32  # a valid Fernet key
+    assert first.stat().st_mode & 0o077 == 0  # readable by its owner only
+    with pytest.raises(SystemExit, match="exists; keeping it"):
+        make_env.write_env(first, ROOT / "docker-compose.yaml")
+
+
+def test_ports_on_localhost_non_root_and_the_header_tells_the_real_login(compose):
+    for name, svc in compose["services"].items():
+        for port in svc.get("ports", []):
+            assert str(port).startswith("127.0.0.1:"), (name, port)
+        if name != "postgres":  # the postgres image drops to its own user itself
+            assert svc.get("user") == "50000:0", name
+    assert "USER 50000" in (ROOT / "docker" / "Dockerfile").read_text()
+    header = "".join(
+        line for line in (ROOT / "docker-compose.yaml").read_text().splitlines(True)
+        if line.startswith("#")
+    )  # fmt: skip
+    assert "admin / admin" not in header and "(admin" not in header
+    passwords = compose["x-airflow-common"]["environment"][
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"
+    ]
+    assert f"cat {passwords}" in header  # how to read the generated password
+    api = compose["services"]["airflow-apiserver"]
+    assert any(v.endswith(":" + str(Path(passwords).parent)) for v in api["volumes"])

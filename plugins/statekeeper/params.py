@@ -1,0 +1,42 @@
+"""DAG params that name paths are confined to the configured roots before anything runs.
+
+A param typed into the Trigger form is run by the worker with the worker's rights, so ``input``,
+``output``, ``checkpoint`` and ``tables_root`` may only name folders under the roots that
+``spark_jobs.runtime.paths.roots`` lists (``<data>/landing``, ``<data>/tables``,
+``<data>/checkpoints``, plus ``$STATEKEEPER_LANDING_ROOTS`` / ``$STATEKEEPER_TABLE_ROOTS`` /
+``$STATEKEEPER_CHECKPOINT_ROOTS``). Every operator that uses them checks first, so a task run
+alone (cleared, retried) refuses too, and the refusal fails the task without retries.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow.sdk.exceptions import AirflowFailException
+
+from spark_jobs.runtime import paths
+
+# param -> (kind of root, whether the root itself is allowed). An input may be a landing root
+# (a multi-input job reads one folder per kind under it) and tables_root holds <job> tables.
+PATH_PARAMS: dict[str, tuple[str, bool]] = {
+    "input": ("landing", True),
+    "output": ("tables", False),
+    "checkpoint": ("checkpoints", False),
+    "tables_root": ("tables", True),
+}
+
+
+class ParamOutsideRoots(AirflowFailException):
+    """A path param names a folder outside its roots: refused, nothing submitted, no retry."""
+
+
+def check_path_params(context: Any) -> None:
+    """Refuse (one line) when a path param of this run lies outside its roots."""
+    params = (context or {}).get("params") or {}
+    for name, (kind, allow_root) in PATH_PARAMS.items():
+        value = str(params.get(name) or "").strip()
+        if value in ("", "None"):
+            continue  # empty: the spec's own path
+        why = paths.outside_roots(value, kind, allow_root=allow_root)
+        if why:
+            raise ParamOutsideRoots(f"param {name}: {why}; nothing was submitted")

@@ -1,0 +1,121 @@
+"""The guards of the Airflow side, on real operators ``execute``d in this process (no DAG run):
+the two-driver guard resolves paths with the job's own resolver, and path params outside the
+configured roots are refused before anything is submitted."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from airflow_env import airflow_env
+
+pytestmark = pytest.mark.dags
+
+
+@pytest.fixture
+def data(airflow_home, tmp_path, monkeypatch):
+    """This process as an Airflow worker on the test's home, with the data folder relocated the
+    way docker-compose does it ($STATEKEEPER_DATA)."""
+    for k, v in airflow_env(airflow_home, tmp_path / "data").items():
+        if k != "PATH" and os.environ.get(k) != v:
+            monkeypatch.setenv(k, v)
+    return tmp_path / "data"
+
+
+def test_guard_and_job_resolve_a_relative_data_checkpoint_to_the_same_folder(data):
+    from airflow.sdk.exceptions import TaskDeferred
+
+    from spark_jobs.runtime.lock import JobLock
+    from spark_jobs.runtime.spec import load_spec
+    from statekeeper.submit import SparkJobsSubmitOperator
+
+    relative = ".data/checkpoints/replay"
+    job = load_spec("sessions").with_overrides(checkpoint=relative)
+    assert job.checkpoint == str(data / "checkpoints" / "replay")
+    op = SparkJobsSubmitOperator(task_id="t", arguments=["list"], guard_checkpoint=relative)
+    # A driver holds the job's folder: the guard must see it and wait instead of submitting.
+    with JobLock(job.checkpoint, job="sessions"), pytest.raises(TaskDeferred) as deferred:
+        op.execute({"params": {}})
+    assert deferred.value.trigger.checkpoint == job.checkpoint
+
+
+@pytest.mark.parametrize(
+    ("params", "refused"),
+    [
+        ({"checkpoint": "../../.."}, "param checkpoint: ../../.. is outside the checkpoints roots"),
+        ({"checkpoint": ".data/checkpoints"}, "outside the checkpoints roots"),  # the root itself
+        ({"input": "/etc"}, "param input: /etc is outside the landing roots"),
+        ({"output": ".data/landing/clickstream"}, "param output: .data/landing/clickstream is"),
+        ({"output": ".data/tables/../../../x"}, "outside the tables roots"),
+        ({"tables_root": "/"}, "param tables_root: / is outside the tables roots"),
+    ],
+)
+def test_path_params_outside_their_roots_are_refused_before_anything_runs(data, params, refused):
+    from statekeeper.backfill import BackfillPlanOperator
+    from statekeeper.operators import QualityCheckOperator
+    from statekeeper.params import ParamOutsideRoots
+    from statekeeper.submit import SparkJobsSubmitOperator
+    from statekeeper.supervisor import StreamingSupervisorOperator
+
+    ops = [
+        SparkJobsSubmitOperator(task_id="run", arguments=["list"]),
+        QualityCheckOperator(task_id="quality", arguments=["list"]),
+        BackfillPlanOperator(task_id="plan"),
+        StreamingSupervisorOperator(task_id="supervise", job="service_health", action="stop"),
+    ]
+    for op in ops:
+        with pytest.raises(ParamOutsideRoots, match="nothing was submitted") as err:
+            op.execute({"params": {**params, "job": "sessions", "mode": "append"}})
+        assert refused in str(err.value), op.task_id
+    assert not data.exists()  # nothing was written anywhere
+
+
+def test_path_params_inside_the_roots_pass_on_to_the_guard(data, monkeypatch):
+    from airflow.sdk.exceptions import TaskDeferred
+
+    from spark_jobs.runtime.lock import JobLock
+    from statekeeper.submit import SparkJobsSubmitOperator
+
+    elsewhere = data.parent / "mounted"  # an extra root, e.g. a volume, added by configuration
+    monkeypatch.setenv("STATEKEEPER_TABLE_ROOTS", str(elsewhere))
+    params = {
+        "input": ".data/landing",
+        "output": str(elsewhere / "sessions"),
+        "checkpoint": str(data / "checkpoints" / "sessions_replay"),
+    }
+    op = SparkJobsSubmitOperator(
+        task_id="t", arguments=["list"], guard_checkpoint=params["checkpoint"]
+    )
+    with JobLock(params["checkpoint"], job="sessions"), pytest.raises(TaskDeferred):
+        op.execute({"params": params})
+
+
+def test_restart_budget_outlives_task_runs_and_ends_in_a_failed_task(data):
+    from airflow.sdk.exceptions import AirflowFailException, TaskDeferred
+
+    from statekeeper.supervisor import RestartBudgetSpent, StreamingSupervisorOperator
+
+    ckpt = data / "checkpoints" / "service_health"
+
+    def next_run() -> StreamingSupervisorOperator:  # each scheduled run: a new task, a new count
+        return StreamingSupervisorOperator(
+            task_id="supervise", job="service_health", trigger="processing-time:5s",
+            overrides={"checkpoint": str(ckpt)}, restart_backoff=60, max_restarts=2,
+            restart_window=3600,
+        )  # fmt: skip
+
+    def died() -> dict:
+        run = {"watch_until": time.time() + 600, "restarts": 0, "launched": [], "events": []}
+        return {"status": "unhealthy", "health": {"verdict": "dead"}, "echo": {"run": run}}
+
+    for _ in range(2):  # within the budget: back off, then relaunch
+        with pytest.raises(TaskDeferred) as deferred:
+            next_run().resume_watch({}, died())
+        assert type(deferred.value.trigger).__name__ == "BackoffTrigger"
+    with pytest.raises(RestartBudgetSpent, match="restarted 3 times in the last 60 min"):
+        next_run().resume_watch({}, died())
+    with pytest.raises(RestartBudgetSpent):  # the next scheduled run launches nothing either
+        next_run().execute({"params": {}})
+    assert issubclass(RestartBudgetSpent, AirflowFailException)  # failed, not retried: alerts
+    assert not (ckpt / "_statekeeper" / "driver.log").exists()  # nothing was ever launched

@@ -1,0 +1,53 @@
+"""The one path resolver and the roots live in a module that imports neither Spark nor Airflow,
+so the Airflow plugin and the spec loader share it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from spark_jobs.runtime import paths
+
+pytestmark = pytest.mark.unit
+
+
+def test_the_resolver_module_pulls_in_neither_spark_nor_airflow():
+    code = (
+        "import json, sys; from spark_jobs.runtime.paths import resolve, roots, outside_roots;"
+        "from spark_jobs.runtime.spec import load_spec;"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & {'pyspark', 'py4j', 'airflow', 'delta'})))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []
+
+
+def test_data_paths_follow_statekeeper_data_and_roots_refuse_escapes(tmp_path, monkeypatch):
+    monkeypatch.setenv("STATEKEEPER_DATA", str(tmp_path / "data"))
+    monkeypatch.delenv("STATEKEEPER_CHECKPOINT_ROOTS", raising=False)
+    assert paths.resolve(".data/checkpoints/x") == str(tmp_path / "data" / "checkpoints" / "x")
+    assert paths.resolve("s3a://bucket/ck/") == "s3a://bucket/ck"
+    assert paths.outside_roots(".data/checkpoints/x", "checkpoints") is None
+    assert "outside the checkpoints roots" in paths.outside_roots(
+        ".data/checkpoints/../x", "checkpoints"
+    )
+    (tmp_path / "data" / "checkpoints").mkdir(parents=True)
+    (tmp_path / "data" / "checkpoints" / "link").symlink_to(tmp_path)  # a symlink out is refused
+    assert paths.outside_roots(".data/checkpoints/link/x", "checkpoints") is not None
+    assert paths.outside_roots("s3a://b/ck", "checkpoints") is not None  # until configured
+    monkeypatch.setenv("STATEKEEPER_CHECKPOINT_ROOTS", "s3a://b/ck")
+    assert paths.outside_roots("s3a://b/ck/sessions", "checkpoints") is None
+    assert paths.outside_roots("s3a://b/ck/../other/x", "checkpoints") is not None
+
+
+def test_a_checkpoint_path_given_as_the_job_names_the_option_to_use(capsys):
+    from spark_jobs.cli import main
+
+    assert main(["checkpoint", "validate", "/somewhere/ckpt"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "statekeeper: '/somewhere/ckpt' is a path, not a job; to name a checkpoint use "
+        "--checkpoint /somewhere/ckpt"
+    )
