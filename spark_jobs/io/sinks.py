@@ -51,8 +51,13 @@ def is_delta_table(uri: str) -> bool:
     return bool(fs.exists(p))
 
 
-def make_upsert(output: str, checkpoint: str, keys: tuple[str, ...]):
-    """A foreachBatch function merging each batch into ``output`` on ``keys``, once per batch."""
+def make_upsert(
+    output: str, checkpoint: str, keys: tuple[str, ...], update: dict[str, str] | None = None
+):
+    """A foreachBatch function merging each batch into ``output`` on ``keys``, once per batch.
+
+    ``update`` (MERGE ``set`` expressions) combines a batch row with the live row of its key;
+    without it the batch row replaces the live one."""
     cache: dict[str, str] = {}
 
     def upsert_batch(batch: Any, batch_id: int) -> None:
@@ -68,8 +73,9 @@ def make_upsert(output: str, checkpoint: str, keys: tuple[str, ...]):
         spark.conf.set(TXN_APP_ID, app_id)
         spark.conf.set(TXN_VERSION, str(batch_id))
         try:
-            (DeltaTable.forPath(spark, output).alias("t").merge(batch.alias("s"), cond)
-             .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())  # fmt: skip
+            merge = DeltaTable.forPath(spark, output).alias("t").merge(batch.alias("s"), cond)
+            merge = merge.whenMatchedUpdate(set=update) if update else merge.whenMatchedUpdateAll()
+            merge.whenNotMatchedInsertAll().execute()
         finally:
             spark.conf.unset(TXN_APP_ID)
             spark.conf.unset(TXN_VERSION)
@@ -78,13 +84,19 @@ def make_upsert(output: str, checkpoint: str, keys: tuple[str, ...]):
 
 
 def start_upsert(
-    df: Any, output: str, checkpoint: str, name: str, trigger: dict[str, Any], keys: tuple[str, ...]
+    df: Any,
+    output: str,
+    checkpoint: str,
+    name: str,
+    trigger: dict[str, Any],
+    keys: tuple[str, ...],
+    update: dict[str, str] | None = None,
 ) -> Any:
     return (
         df.writeStream.queryName(name)
         .outputMode("update")
         .option("checkpointLocation", checkpoint)
         .trigger(**trigger)
-        .foreachBatch(make_upsert(output, checkpoint, keys))
+        .foreachBatch(make_upsert(output, checkpoint, keys, update))
         .start()
     )

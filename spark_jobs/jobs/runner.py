@@ -140,7 +140,13 @@ def run_job(
             if module.SINK == "upsert":
                 queries.append(
                     sinks.start_upsert(
-                        out, spec.output, spec.checkpoint, qname, trig, tables.KEYS[spec.name]
+                        out,
+                        spec.output,
+                        spec.checkpoint,
+                        qname,
+                        trig,
+                        tables.KEYS[spec.name],
+                        tables.combined(spec.name) if spec.name in tables.ADDITIVE else None,
                     )
                 )
             else:
