@@ -11,8 +11,11 @@ Re-process a folder of events into a job's table, from the UI (**Trigger** shows
    staged table (the live checkpoint is never touched).
 3. **validate_staged**: the job's data-quality suite on the staged table.
 4. **publish**: `python -m spark_jobs publish` makes the staged rows visible in the live table in
-   one Delta commit tagged with the key: `replace` swaps the live rows of the staged time range
-   (an upsert for update-mode jobs), `append` adds the rows whose key is not there yet.
+   one Delta commit; the key goes to `_statekeeper/backfills/` of the live table, where log
+   retention cannot remove it. `append`: events the live runs never saw (new keys inserted,
+   counts and totals of known keys added). `replace`: the folder holds all events of the users
+   (services, event types) it covers; only their live rows in its time range are replaced.
+   `replace` on `user_counts` (lifetime totals) is refused in **plan**. See docs/airflow.md.
    With `dry_run` this step is skipped and the staged table is left for inspection.
 """
 

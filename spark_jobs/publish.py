@@ -1,57 +1,129 @@
 """``python -m spark_jobs publish JOB --staged URI --key KEY``: make a staged backfill visible.
 
 The staged table (written by a backfill run on an isolated checkpoint) goes into the job's live
-table in one Delta commit whose ``userMetadata`` is ``statekeeper-backfill:KEY``; a key already
-in the live table's history is a no-op, so publishing the same backfill twice changes nothing.
+table in one Delta commit. What each mode means (``MODES`` below says it per job):
 
-- ``replace``: the staged rows replace the live rows in the staged time range (``replaceWhere``
-  on the table's time column); for update-mode tables (one row per key) it is an upsert.
-- ``append``: only staged rows whose key is not in the live table are inserted.
+- ``append``: the backfill's events are events the live runs never processed (a lost or late
+  folder). Rows whose key is new are inserted; rows whose key is live are combined where the
+  job's rows can be combined (totals and counts add up, an unmatched order takes its payment),
+  else the live row stays.
+- ``replace``: the backfill's folder holds *all* events of what it covers: the live rows of the
+  covered entities (``SCOPE``: users, services, event types) in the staged time range are
+  replaced by the staged rows; other entities' rows are not touched.
+- A mode that cannot be correct for a job is refused with the reason (``REFUSED``), in the
+  backfill's plan step already.
+
+Publishing is idempotent, and stays so after Delta's log retention removed old commit files:
+
+- the commit carries Delta's ``txnAppId``/``txnVersion`` (``statekeeper-backfill-KEY``, 0); Delta
+  keeps these in every checkpoint, so a retried publish after a crash is skipped by Delta itself;
+- a ledger file ``<live>/_statekeeper/backfills/KEY.json``, written after the commit, says "already
+  published" without Spark (``VACUUM`` skips folders starting with ``_``). Between the commit and
+  the ledger file, the commit's ``userMetadata`` marker (``statekeeper-backfill:KEY``) says it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
+from datetime import UTC, datetime
+from typing import Any
 
 from spark_jobs.errors import UserError
+from spark_jobs.io import tables
+from spark_jobs.runtime import paths
 
 MARKER = "statekeeper-backfill:"
 COMMIT_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+LEDGER_DIR = "_statekeeper/backfills"
+MODES = ("replace", "append")
+
+# The column naming the entities a replace covers: their live rows in the staged time range are
+# replaced; every other entity's rows stay (a backfill of user A's events says nothing about B).
+SCOPE: dict[str, str] = {
+    "sessions": "user_id",
+    "fraud_alerts": "user_id",
+    "service_health": "service",
+    "windowed_counts": "event_type",
+    "dedup_events": "user_id",
+    "order_payments": "user_id",
+}
+
+# Where a mode cannot be correct for a job: the one-line reason (plan and publish both refuse).
+REFUSED: dict[tuple[str, str], str] = {
+    ("user_counts", "replace"): (
+        "user_counts holds lifetime totals per user and a backfill sees only its own folder, so "
+        "replace would overwrite them with partial totals; use mode=append for events the live "
+        "runs never processed (their counts are added)"
+    ),
+}
+
+# append: when a staged row whose key is live replaces it (else the live row stays). A left-outer
+# order emitted unmatched by the live runs takes the payment the backfill found for it.
+APPEND_REPLACES_WHEN: dict[str, str] = {"order_payments": "NOT t.matched AND s.matched"}
 
 
-def published_version(table: str, key: str) -> int | None:
-    """The version whose commit carries ``key``'s marker (read from ``_delta_log``), else None."""
-    log = Path(table.removeprefix("file://")) / "_delta_log"
-    if "://" in table and not table.startswith("file://"):
-        return None  # remote tables: the Spark-side history check below decides
-    if not log.is_dir():
+def refusal(job: str, mode: str) -> str | None:
+    """Why ``mode`` cannot be correct for ``job``, or None when it can."""
+    if mode not in MODES:
+        return f"mode must be one of {', '.join(MODES)}, not {mode!r}"
+    return REFUSED.get((job, mode))
+
+
+def _ledger(table: str, key: str) -> str:
+    return paths.join(table, LEDGER_DIR, f"{key}.json")
+
+
+def published(table: str, key: str) -> dict[str, Any] | None:
+    """The ledger entry of ``key`` in ``table`` (or the commit marking it), else None."""
+    import fsspec
+
+    fs, p = fsspec.core.url_to_fs(_ledger(table, key))
+    if fs.exists(p):
+        with fs.open(p, "r") as fh:
+            return dict(json.load(fh))
+    version = _marked_version(table, key)
+    return None if version is None else {"key": key, "version": version}
+
+
+def _marked_version(table: str, key: str) -> int | None:
+    """The version whose commit carries ``key``'s marker, while the log still holds it."""
+    local = paths.local_path(table)
+    log = None if local is None else local / "_delta_log"
+    if log is None or not log.is_dir():
         return None
     for p in sorted(log.glob("*.json")):
         for line in p.read_text().splitlines():
             if '"commitInfo"' in line:
                 meta = json.loads(line)["commitInfo"].get("userMetadata") or ""
-                if meta.startswith(MARKER + key):
+                if meta.startswith(MARKER + key + " "):
                     return int(p.stem)
     return None
 
 
-def publish(job: str, staged: str, output: str | None, mode: str, key: str) -> dict:
-    from spark_jobs.io import tables
+def _write_ledger(table: str, entry: dict[str, Any]) -> None:
+    import fsspec
+
+    target = _ledger(table, entry["key"])
+    fs, p = fsspec.core.url_to_fs(target)
+    fs.makedirs(p.rsplit("/", 1)[0], exist_ok=True)
+    tmp = f"{p}.tmp"
+    with fs.open(tmp, "w") as fh:
+        json.dump(entry, fh, sort_keys=True)
+    fs.mv(tmp, p)  # a reader sees the whole entry or none
+
+
+def publish(job: str, staged: str, output: str | None, mode: str, key: str) -> dict[str, Any]:
     from spark_jobs.io.sinks import is_delta_table
     from spark_jobs.runtime.spec import load_spec
 
     spec = load_spec(job).with_overrides(output=output)
-    live = spec.output
-    done = published_version(live, key)
+    reason = refusal(job, mode)
+    if reason:
+        raise UserError(f"cannot publish {job} with mode {mode}: {reason}")
+    done = published(spec.output, key)
     if done is not None:
-        return {
-            "job": job,
-            "published": False,
-            "reason": f"key {key} already in version {done}",
-            "table": live,
-        }
+        return _skipped(job, spec.output, key, done)
     if not is_delta_table(staged):
         raise UserError(
             f"staged table {staged} is not a Delta table; run the backfill's job step first"
@@ -59,37 +131,102 @@ def publish(job: str, staged: str, output: str | None, mode: str, key: str) -> d
     from spark_jobs.runtime.session import build_session
 
     spark = build_session(f"statekeeper-publish-{job}", spec=spec)
+    return publish_rows(spark, job, staged, spec.output, mode, key)
+
+
+def _skipped(job: str, live: str, key: str, done: dict[str, Any]) -> dict[str, Any]:
+    reason = f"key {key} already in version {done.get('version')}"
+    return {"job": job, "published": False, "reason": reason, "table": live}
+
+
+def publish_rows(
+    spark: Any, job: str, staged: str, live: str, mode: str, key: str
+) -> dict[str, Any]:
+    """Publish the staged table into ``live`` with ``spark``: one Delta commit, then the ledger."""
+    from spark_jobs.io.sinks import TXN_APP_ID, TXN_VERSION, is_delta_table
+
+    reason = refusal(job, mode)
+    if reason:
+        raise UserError(f"cannot publish {job} with mode {mode}: {reason}")
+    done = published(live, key)
+    if done is not None:
+        return _skipped(job, live, key, done)
     rows = spark.read.format("delta").load(staged)
     count = rows.count()
     if count == 0:
         return {"job": job, "published": False, "reason": "staged table is empty", "table": live}
-    marker = f"{MARKER}{key} mode={mode} rows={count}"
-    spark.conf.set(COMMIT_METADATA, marker)
+    app_id = f"statekeeper-backfill-{key}"
+    tags = {COMMIT_METADATA: f"{MARKER}{key} mode={mode} rows={count}"}
     try:
         if not is_delta_table(live):
-            rows.write.format("delta").mode("append").save(live)
+            (rows.write.format("delta").mode("append")
+             .option("txnAppId", app_id).option("txnVersion", 0)
+             .option("userMetadata", tags[COMMIT_METADATA]).save(live))  # fmt: skip
             how = "created"
-        elif mode == "append" or spec.output_mode == "update":
-            from delta.tables import DeltaTable
-
-            keys = tables.KEYS[job]
-            cond = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
-            merge = DeltaTable.forPath(spark, live).alias("t").merge(rows.alias("s"), cond)
-            if mode == "replace":
-                merge = merge.whenMatchedUpdateAll()
-            merge.whenNotMatchedInsertAll().execute()
-            how = "merged" if mode == "append" else "upserted"
         else:
-            from pyspark.sql import functions as F
-
-            col = tables.TIME_COLUMN[job]
-            lo, hi = rows.agg(F.min(col), F.max(col)).first()
-            where = f"`{col}` >= '{lo.isoformat()}' AND `{col}` <= '{hi.isoformat()}'"
-            rows.write.format("delta").mode("overwrite").option("replaceWhere", where).save(live)
-            how = f"replaced {where}"
+            for k, v in {**tags, TXN_APP_ID: app_id, TXN_VERSION: "0"}.items():
+                spark.conf.set(k, v)
+            how = (_replace if mode == "replace" else _append)(spark, job, rows, live)
     finally:
-        spark.conf.unset(COMMIT_METADATA)
+        for k in (*tags, TXN_APP_ID, TXN_VERSION):
+            spark.conf.unset(k)
+    entry = {
+        "key": key,
+        "job": job,
+        "mode": mode,
+        "rows": count,
+        "how": how,
+        "version": _marked_version(live, key),
+        "published_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    _write_ledger(live, entry)
     return {"job": job, "published": True, "how": how, "rows": count, "table": live, "key": key}
+
+
+def _on_keys(job: str) -> str:
+    return " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in tables.KEYS[job])
+
+
+def _append(spark: Any, job: str, rows: Any, live: str) -> str:
+    from delta.tables import DeltaTable
+
+    merge = DeltaTable.forPath(spark, live).alias("t").merge(rows.alias("s"), _on_keys(job))
+    if job in tables.ADDITIVE:
+        merge = merge.whenMatchedUpdate(set=tables.combined(job))
+        how = "merged, live rows of known keys combined"
+    elif job in APPEND_REPLACES_WHEN:
+        merge = merge.whenMatchedUpdateAll(condition=APPEND_REPLACES_WHEN[job])
+        how = f"merged, live rows replaced when {APPEND_REPLACES_WHEN[job]}"
+    else:
+        how = "merged, new keys only"
+    merge.whenNotMatchedInsertAll().execute()
+    return how
+
+
+def _replace(spark: Any, job: str, rows: Any, live: str) -> str:
+    """One MERGE: staged rows upserted, and the covered entities' live rows in the staged time
+    range that the backfill did not produce deleted (they come in as ``_sk_gone`` source rows)."""
+    from delta.tables import DeltaTable
+    from pyspark.sql import functions as F
+
+    keys, scope, col = list(tables.KEYS[job]), SCOPE[job], tables.TIME_COLUMN[job]
+    lo, hi = rows.agg(F.min(col), F.max(col)).first()
+    gone = (
+        spark.read.format("delta").load(live)
+        .where(F.col(col).between(lo, hi))
+        .join(rows.select(scope).distinct(), scope, "left_semi")
+        .join(rows.select(*keys), keys, "left_anti")
+    )  # fmt: skip
+    source = rows.withColumn("_sk_gone", F.lit(False)).unionByName(
+        gone.withColumn("_sk_gone", F.lit(True))
+    )
+    values = {c: f"s.`{c}`" for c in rows.columns}
+    (DeltaTable.forPath(spark, live).alias("t").merge(source.alias("s"), _on_keys(job))
+     .whenMatchedDelete(condition="s._sk_gone")
+     .whenMatchedUpdate(set=values)
+     .whenNotMatchedInsert(condition="NOT s._sk_gone", values=values)
+     .execute())  # fmt: skip
+    return f"replaced {scope} covered, {col} in [{lo.isoformat()}, {hi.isoformat()}]"
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
@@ -104,7 +241,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sp.add_argument("job")
     sp.add_argument("--staged", required=True, metavar="URI", help="the staged Delta table")
     sp.add_argument("--output", metavar="URI", help="the live table (default: the spec's output)")
-    sp.add_argument("--mode", choices=("replace", "append"), default="append")
+    sp.add_argument("--mode", choices=MODES, default="append")
     sp.add_argument(
         "--key", required=True, help="the backfill's key; a key already published is a no-op"
     )

@@ -3,7 +3,9 @@ whether this exact backfill was published already. Files only; nothing is writte
 
 The plan's ``key`` is a hash of (job, input folder, its file names and sizes, mode, the job's
 state fingerprint): the same backfill gets the same key, its staged table and checkpoint are
-reused, and ``publish`` marks the live table's commit with the key, so publishing twice is a no-op.
+reused, and ``publish`` records the key in the live table's ledger (``spark_jobs.publish``), so
+publishing twice is a no-op, also after Delta's log retention removed the commit's file.
+A mode that cannot be correct for the job (``spark_jobs.publish.REFUSED``) fails the plan.
 """
 
 from __future__ import annotations
@@ -17,10 +19,6 @@ from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from spark_jobs.runtime.paths import resolve
-from statekeeper import delta_log
-
-MODES = ("replace", "append")
-MARKER = "statekeeper-backfill:"
 
 
 class BadBackfillParams(AirflowFailException):
@@ -39,6 +37,7 @@ def _listing(folder: Path) -> list[tuple[str, int]]:
 def plan_backfill(params: dict[str, Any], data_dir: Path) -> dict[str, Any]:
     """The plan for ``params`` or a ``BadBackfillParams`` saying, in one line, what to fix."""
     from spark_jobs.errors import UserError
+    from spark_jobs.publish import published, refusal
     from spark_jobs.runtime.spec import load_spec
 
     job = str(params.get("job") or "")
@@ -47,8 +46,9 @@ def plan_backfill(params: dict[str, Any], data_dir: Path) -> dict[str, Any]:
     except UserError as exc:
         raise BadBackfillParams(f"job: {exc}") from None
     mode = str(params.get("mode") or "")
-    if mode not in MODES:
-        raise BadBackfillParams(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    reason = refusal(job, mode)
+    if reason:
+        raise BadBackfillParams(f"mode: {reason}")
     raw_input = str(params.get("input") or "").strip()
     if not raw_input:
         raise BadBackfillParams("input: give the folder of JSON-lines files to backfill from")
@@ -71,11 +71,7 @@ def plan_backfill(params: dict[str, Any], data_dir: Path) -> dict[str, Any]:
     raw = json.dumps([job, str(folder), listing, mode, spec.fingerprint_hash()], sort_keys=True)
     key = hashlib.sha256(raw.encode()).hexdigest()[:16]
     root = data_dir / "backfill" / job / key
-    published = [
-        c["version"]
-        for c in delta_log.commit_infos(live)
-        if str(c.get("userMetadata") or "").startswith(MARKER + key)
-    ]
+    done = published(live, key)
     return {
         "job": job,
         "mode": mode,
@@ -86,7 +82,8 @@ def plan_backfill(params: dict[str, Any], data_dir: Path) -> dict[str, Any]:
         "staged_table": str(root / "table"),
         "staged_checkpoint": str(root / "checkpoint"),
         "live_table": live,
-        "published_in_version": published[0] if published else None,
+        "published": done is not None,
+        "published_in_version": None if done is None else done.get("version"),
     }
 
 
@@ -102,7 +99,7 @@ class BackfillPlanOperator(BaseOperator):
         check_path_params(context)
         plan = plan_backfill(dict(context["params"]), paths.data_dir())
         self.log.info("backfill plan: %s", json.dumps(plan, indent=1))
-        if plan["published_in_version"] is not None:
+        if plan["published"]:
             context["ti"].xcom_push(key="return_value", value=plan)
             raise AirflowSkipException(
                 f"backfill {plan['key']} is already published in version "

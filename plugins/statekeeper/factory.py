@@ -164,7 +164,7 @@ def backfill_dag(doc_md: str | None = None) -> DAG:
         params={
             "job": Param(jobs[0] if jobs else "", type="string", enum=jobs, description="The job to backfill (its spec in include/jobs/)."),
             "input": Param("", type="string", minLength=1, description="Folder of JSON-lines events to re-process (for multi-input jobs: one sub-folder per kind). Must be under a landing root (.data/landing or $STATEKEEPER_LANDING_ROOTS)."),
-            "mode": Param("append", type="string", enum=["replace", "append"], description="replace: the staged rows replace the live rows in their time range (upsert for update-mode jobs). append: only rows whose key is not in the live table are added."),
+            "mode": Param("append", type="string", enum=["replace", "append"], description="append: the folder holds events the live runs never processed; new rows are added, counts and totals of known keys add up. replace: the folder holds all events of the users/services/event types it covers; their live rows in its time range are replaced, others untouched (refused for user_counts: lifetime totals)."),
             "dry_run": Param(False, type="boolean", description="Run and validate on the staged table, but do not make the result visible."),
             "output": Param(None, type=["null", "string"], description="Live table to publish into instead of the spec's output. Must be under a tables root."),
         },
@@ -204,7 +204,7 @@ def backfill_dag(doc_md: str | None = None) -> DAG:
             ],
             skip_reason=_jinja("'dry run: staged table left at ' ~ ti.xcom_pull(task_ids='plan')['staged_table'] if params.dry_run else ''"),
             report_table=_plan("live_table"),
-            doc_md="Makes the staged rows visible in the live table in one Delta commit marked with the backfill key; a key already published is a no-op.",
+            doc_md="Makes the staged rows visible in the live table in one Delta commit; the key goes to the table's `_statekeeper/backfills/` ledger, so a key already published is a no-op.",
         )  # fmt: skip
         planned >> staged >> check >> publish
     return dag

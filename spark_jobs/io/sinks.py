@@ -97,8 +97,18 @@ def rows_written_after(uri: str, version: int | None) -> tuple[int, int | None]:
     return rows, max(commits, default=None)
 
 
-def _write(df: Any, uri: str, app_id: str, batch_id: int, keys: tuple[str, ...] | None) -> None:
-    """Append ``df`` to ``uri`` (or MERGE it on ``keys``), at most once per (app_id, batch_id)."""
+def _write(
+    df: Any,
+    uri: str,
+    app_id: str,
+    batch_id: int,
+    keys: tuple[str, ...] | None,
+    update: dict[str, str] | None = None,
+) -> None:
+    """Append ``df`` to ``uri`` (or MERGE it on ``keys``), at most once per (app_id, batch_id).
+
+    ``update`` (MERGE ``set`` expressions) combines a batch row with the live row of its key;
+    without it the batch row replaces the live one."""
     if keys is None or not is_delta_table(uri):
         (df.write.format("delta").mode("append")
          .option("txnAppId", app_id).option("txnVersion", batch_id).save(uri))  # fmt: skip
@@ -111,8 +121,9 @@ def _write(df: Any, uri: str, app_id: str, batch_id: int, keys: tuple[str, ...] 
     spark.conf.set(TXN_APP_ID, app_id)
     spark.conf.set(TXN_VERSION, str(batch_id))
     try:
-        (DeltaTable.forPath(spark, uri).alias("t").merge(df.alias("s"), cond)
-         .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())  # fmt: skip
+        merge = DeltaTable.forPath(spark, uri).alias("t").merge(df.alias("s"), cond)
+        merge = merge.whenMatchedUpdate(set=update) if update else merge.whenMatchedUpdateAll()
+        merge.whenNotMatchedInsertAll().execute()
     finally:
         spark.conf.unset(TXN_APP_ID)
         spark.conf.unset(TXN_VERSION)
@@ -125,6 +136,7 @@ def make_batch_writer(
     name: str,
     data_columns: list[str],
     upsert_keys: tuple[str, ...] | None = None,
+    upsert_update: dict[str, str] | None = None,
 ) -> Callable[[Any, int], None]:
     """The ``foreachBatch`` function splitting a combined batch into its two tables."""
     cache: dict[str, str] = {}
@@ -159,7 +171,7 @@ def make_batch_writer(
                 _write(bad, quarantine, app_id, batch_id, None)
             if counts["_out"] or not is_delta_table(output):
                 rows = batch.where(~is_bad & ~is_metric).select(*data_columns)
-                _write(rows, output, app_id, batch_id, upsert_keys)
+                _write(rows, output, app_id, batch_id, upsert_keys, upsert_update)
             if counts["_metrics"] or has_keys:
                 if batch_id != held["batch"]:  # the same batch again starts where it started
                     held["batch"], held["base"] = batch_id, held["total"]

@@ -50,6 +50,20 @@ TIME_COLUMN: dict[str, str] = {
     "order_payments": "order_time",
 }
 
+# Columns that add up across rows of one key: the upsert sink merges user_counts' per-batch
+# increments with them, and a backfill's append adds its rows to the live ones of the same key.
+ADDITIVE: dict[str, dict[str, str]] = {
+    "user_counts": {"total_events": "sum", "purchases": "sum", "last_event_time": "max"},
+    "windowed_counts": {"count": "sum"},
+}
+
+
+def combined(job: str) -> dict[str, str]:
+    """MERGE ``set`` expressions combining source ``s`` into target ``t`` by ``ADDITIVE[job]``."""
+    how = {"sum": "t.`{c}` + s.`{c}`", "max": "greatest(t.`{c}`, s.`{c}`)"}
+    return {c: how[op].format(c=c) for c, op in ADDITIVE[job].items()}
+
+
 QUARANTINE = (
     "raw_line string, reason string, source_file string, quarantined_at timestamp, "
     "job string, kind string"

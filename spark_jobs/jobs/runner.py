@@ -173,6 +173,7 @@ def run_job(
                 qname,
                 data_columns,
                 tables.KEYS[spec.name] if upsert else None,
+                tables.combined(spec.name) if upsert and spec.name in tables.ADDITIVE else None,
             )
             queries.append(
                 sinks.start(

@@ -1,5 +1,9 @@
 """``user_counts``: running totals per user, one output per user per update (mapGroupsWithState
-semantics), update mode, upserted into Delta. Logic: :mod:`spark_jobs.state.user_counts`."""
+semantics), update mode, upserted into Delta. Logic: :mod:`spark_jobs.state.user_counts`.
+
+The state holds the live totals; each update emits the batch's increments, which the upsert
+sink adds to the table (idempotent per batch through Delta's txnAppId/txnVersion). The table
+thus holds live totals plus whatever a backfill published (``spark_jobs.publish``, append)."""
 
 from __future__ import annotations
 
@@ -28,6 +32,11 @@ def update_totals(key: tuple, pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
     )
     row, new = logic.update(key[0], events, prev)  # type: ignore[arg-type]
     state.update(new)
+    # The row carries this batch's increments; the upsert sink adds them to the table's totals
+    # (tables.ADDITIVE), so events a backfill added for this user stay counted.
+    before = prev or (0, 0, 0)
+    row["total_events"] -= before[0]
+    row["purchases"] -= before[1]
     for out in emit([row], columns("user_counts"), ("last_event_time",)):
         yield key_metrics.with_null_metrics(out)
     # totals are kept forever (no timeout): a call adds a user or updates one
