@@ -260,7 +260,7 @@ def test_paths_outside_roots_are_refused(base, tmp_path, capsys):
     assert rc == 2
 
 
-def test_snapshot_is_incremental_and_refused_while_locked(base, tmp_path):
+def test_snapshot_is_incremental_live_under_a_run_refused_under_others(base, tmp_path):
     ck, _spec = copy_base(base, "rocksdb", tmp_path)
     target = Target(
         checkpoint=str(ck), snapshot_root=str(tmp_path / "snaps"), job="windowed_counts"
@@ -274,8 +274,11 @@ def test_snapshot_is_incremental_and_refused_while_locked(base, tmp_path):
     assert man["query_id"] and all(len(f["sha256"]) == 64 for f in man["files"])
     assert any(f["path"].startswith("_statekeeper/") for f in man["files"])
     assert not any(f["path"] == "_statekeeper/lock" for f in man["files"])
-    with JobLock(str(ck), job="windowed_counts"), pytest.raises(LockHeld):
+    with JobLock(str(ck), job="windowed_counts", purpose="rollback"), pytest.raises(LockHeld):
         take_snapshot(target)
+    with JobLock(str(ck), job="windowed_counts", purpose="run"):  # a running job: a live copy
+        live = take_snapshot(target)
+    assert live["live"] and live["valid"] and live["batch"] == first["batch"]
     assert tree_hash(ck) == before
 
 
