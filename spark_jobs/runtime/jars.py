@@ -117,7 +117,8 @@ def _ivy_module(coords: list[str]) -> str:
 
 
 def fetch_broker() -> list[Path]:
-    """The broker and its dependencies (Ivy's default conflict manager keeps the newest version,
+    """The broker and its dependencies (``bundle`` is how some, like scala-logging, are packaged;
+    Ivy's default conflict manager keeps the newest version,
     so the pinned slf4j-api 2.x wins over the 1.7 its dependencies ask for)."""
     folder = paths.broker_jars_dir()
     if (folder / BROKER_COMPLETE).is_file():
@@ -130,7 +131,7 @@ def fetch_broker() -> list[Path]:
         module.write_text(_ivy_module(broker_coordinates()))
         cmd = [
             "java", "-jar", str(_ivy_jar()), "-ivy", str(module),
-            "-cache", str(paths.ivy_dir() / "cache"), "-confs", "default", "-types", "jar",
+            "-cache", str(paths.ivy_dir() / "cache"), "-confs", "default", "-types", "jar", "bundle",
             "-retrieve", f"{folder}/[artifact]-[revision](-[classifier]).[ext]",
         ]  # fmt: skip
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
