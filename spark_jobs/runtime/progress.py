@@ -8,6 +8,9 @@ progress, so without more a caught-up job would look stalled. The listener logs 
 ``{"event": "idle", ...}`` lines, at most one per query per ``IDLE_LOG_EVERY`` seconds (idle
 events come every 10 s, forever). Readers get batch progress only unless they ask for idle
 records (the supervisor's health check does).
+
+A batch reading Kafka also gets a top-level ``lag`` object: per topic, records behind the
+topic's latest offsets (spark_jobs.kafka.lag).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from spark_jobs.kafka.lag import source_lag
 from spark_jobs.runtime import paths
 
 IDLE = "idle"
@@ -98,6 +102,9 @@ def make_listener(job: str, targets: dict[str, str]):  # -> StreamingQueryListen
             if checkpoint is None:
                 return
             progress["statekeeper"] = {"job": job, "logged_at": time.time()}
+            lag = source_lag(progress)
+            if lag:  # Kafka sources: records behind the topic's end, per topic and partition
+                progress["lag"] = lag
             with lock:
                 append_line(progress_path(checkpoint), progress)
 
