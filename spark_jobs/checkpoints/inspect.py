@@ -202,9 +202,9 @@ def render(info: dict[str, Any]) -> str:
         lines.append("recoverable  no committed batch with its state on disk")
     for src, s in info["sources"].items():
         lines.append(f"source log   sources/{src}: {s['files']} files, {_size(s['bytes'])}")
-    k = info.get("kafka")
-    for label, offsets in (("processed", k and k["processed"]), ("planned", k and k["planned"])):
-        for topic, parts in (offsets or {}).items():
+    k = info.get("kafka") or {}
+    for label in ("processed", "planned"):
+        for topic, parts in (k.get(label) or {}).items():
             at = ", ".join(f"{p}@{o}" for p, o in sorted(parts.items(), key=lambda x: int(x[0])))
             when = f"batch {k['committed_batch']}" if label == "processed" else "uncommitted"
             lines.append(f"kafka        {topic} {label} to partition@offset {at} ({when})")
