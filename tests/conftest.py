@@ -46,3 +46,18 @@ def output_dir() -> Path:
     out = ROOT / "tests" / "_output"
     out.mkdir(parents=True, exist_ok=True)
     return out
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory) -> str:
+    """One real single-node Kafka broker (KRaft) on a free loopback port for every Kafka test of
+    the session, started from the cached jars (bounded wait) and always stopped; its bootstrap
+    address. Only tests that ask for it pay for it."""
+    from spark_jobs.kafka import broker
+
+    home = tmp_path_factory.mktemp("kafka")
+    status = broker.up(port=broker.free_port(), home=home, timeout=180)
+    try:
+        yield status.bootstrap
+    finally:
+        broker.down(home)
