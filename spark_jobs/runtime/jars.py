@@ -144,7 +144,9 @@ def fetch_broker() -> list[Path]:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] != ["fetch"]:
-        sys.exit("usage: python -m spark_jobs.runtime.jars fetch")
-    for p in fetch():
+    what = sys.argv[2:3] or ["all"]
+    if sys.argv[1:2] != ["fetch"] or what[0] not in ("all", "spark", "broker"):
+        sys.exit("usage: python -m spark_jobs.runtime.jars fetch [all | spark | broker]")
+    fetched = {"all": fetch, "spark": fetch_spark, "broker": fetch_broker}[what[0]]()
+    for p in fetched:
         print(f"cached {p}")

@@ -26,7 +26,7 @@ def compose():
 
 def test_services_and_healthchecks(compose):
     services = compose["services"]
-    assert set(services) == {"postgres", *AIRFLOW, "spark-master", "spark-worker"}
+    assert set(services) == {"postgres", *AIRFLOW, "spark-master", "spark-worker", "kafka"}
     for name, svc in services.items():
         if name != "airflow-init":
             assert "healthcheck" in svc and svc["healthcheck"]["test"], name
@@ -52,7 +52,7 @@ def test_shared_volumes_and_connection_wiring(compose):
     assert "spark://spark-master:7077" in " ".join(services["spark-worker"]["command"])
     assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].endswith("@postgres/airflow")
     assert env["STATEKEEPER_DATA"] == "/data"
-    assert set(compose["volumes"]) == {"postgres-db", "statekeeper-data"}
+    assert set(compose["volumes"]) == {"postgres-db", "statekeeper-data", "kafka-data"}
 
 
 def test_image_bakes_the_lock_and_delta_jars():
@@ -60,3 +60,23 @@ def test_image_bakes_the_lock_and_delta_jars():
     assert "uv pip sync --system requirements.lock" in dockerfile
     assert "python -m spark_jobs.runtime.jars fetch" in dockerfile
     assert "openjdk-17" in dockerfile
+
+
+def test_kafka_service_is_kraft_and_feeds_the_example_spec(compose):
+    from spark_jobs.kafka.uri import parse
+    from spark_jobs.runtime.spec import parse_spec
+
+    kafka = compose["services"]["kafka"]
+    assert kafka["image"].startswith("apache/kafka:")
+    env = kafka["environment"]
+    assert env["KAFKA_PROCESS_ROLES"] == "broker,controller"  # KRaft, no ZooKeeper
+    assert "PLAINTEXT://kafka:9092" in env["KAFKA_ADVERTISED_LISTENERS"]
+    scheduler = compose["services"]["airflow-scheduler"]
+    assert scheduler["depends_on"]["kafka"]["condition"] == "service_healthy"
+    mount = next(v for v in scheduler["volumes"] if "examples/kafka" in v)
+    src, dest, _mode = mount.split(":")
+    assert dest == "/opt/statekeeper/include/jobs/sessions.yaml"  # replaces the folder spec
+    raw = yaml.safe_load((ROOT / src).read_text())
+    spec = parse_spec(raw, src)
+    target = parse(spec.inputs["clickstream"])
+    assert (target.bootstrap, spec.name) == ("kafka:9092", "sessions")
