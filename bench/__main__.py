@@ -12,7 +12,11 @@ from pathlib import Path
 from typing import Any
 
 BENCHES = ("throughput", "executors", "catchup", "stores")
-HELPERS = {"checkpoints": "bench.bench_checkpoints", "quality": "bench.bench_quality"}
+HELPERS = {
+    "checkpoints": "bench.bench_checkpoints",
+    "quality": "bench.bench_quality",
+    "kafka": "bench.bench_kafka",
+}
 
 FULL = {
     "events": 1_000_000, "key_sweep": [1_000, 10_000, 100_000],
@@ -116,8 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     from bench import suite
     from spark_jobs.runtime.session import build_session
 
-    spark = build_session("statekeeper-bench")
     started = time.perf_counter()
+    # The helpers (checkpoints, quality, kafka) start what they need themselves.
+    spark = build_session("statekeeper-bench") if set(wanted) & set(BENCHES) else None
     try:
         if "throughput" in wanted:
             print("1. throughput against Spark's built-in aggregations", flush=True)
@@ -152,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
                 spark, work, p["store_events"], p["store_keys"], p["store_files"]
             )
     finally:
-        spark.stop()
+        if spark is not None:
+            spark.stop()
     for name, module in HELPERS.items():
         if name not in wanted or args.skip_helpers:
             continue
