@@ -48,7 +48,7 @@ def path_params() -> dict[str, Param]:
     return {
         "input": Param(
             None, type=["null", "string"],
-            description="Landing folder to read instead of the spec's (a root with one folder per kind for multi-input jobs). Empty: the spec's.",
+            description="Landing folder or kafka://HOST:PORT/TOPIC to read instead of the spec's (a root with one folder per kind for multi-input jobs). Empty: the spec's.",
         ),
         "output": Param(
             None, type=["null", "string"],
@@ -163,7 +163,7 @@ def backfill_dag(doc_md: str | None = None) -> DAG:
         tags=["statekeeper", "backfill"],
         params={
             "job": Param(jobs[0] if jobs else "", type="string", enum=jobs, description="The job to backfill (its spec in include/jobs/)."),
-            "input": Param("", type="string", minLength=1, description="Folder of JSON-lines events to re-process (for multi-input jobs: one sub-folder per kind)."),
+            "input": Param("", type="string", minLength=1, description="Folder of JSON-lines events to re-process (for multi-input jobs: one sub-folder per kind), or kafka://HOST:PORT/TOPIC (read from its earliest offsets)."),
             "mode": Param("append", type="string", enum=["replace", "append"], description="replace: the staged rows replace the live rows in their time range (upsert for update-mode jobs). append: only rows whose key is not in the live table are added."),
             "dry_run": Param(False, type="boolean", description="Run and validate on the staged table, but do not make the result visible."),
             "output": Param(None, type=["null", "string"], description="Live table to publish into instead of the spec's output."),
