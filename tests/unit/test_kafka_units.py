@@ -116,3 +116,14 @@ def test_validate_reads_kafka_offsets_and_catches_a_changed_source(tmp_path):
     _kafka_offsets(ckpt, json.dumps({"clicks": {"0": "x"}}))
     codes = {f.code for f in validate_checkpoint(str(ckpt), on_kafka).findings}
     assert "KAFKA_OFFSETS_UNREADABLE" in codes
+
+
+def test_the_backfill_form_checks_a_kafka_input_before_anything_runs(tmp_path):
+    from statekeeper.backfill import BadBackfillParams, plan_backfill
+
+    with pytest.raises(BadBackfillParams, match="kafka://HOST:PORT"):
+        plan_backfill({"job": "sessions", "input": "kafka://nohost/t", "mode": "append"}, tmp_path)
+    with pytest.raises(BadBackfillParams, match="one topic per input"):
+        plan_backfill(
+            {"job": "order_payments", "input": "kafka://h:1/t", "mode": "append"}, tmp_path
+        )
