@@ -42,6 +42,34 @@ def rows(spark: Any, uri: str, order: list[str]) -> list[tuple]:
     return [tuple(r) for r in spark.read.format("delta").load(uri).orderBy(*order).collect()]
 
 
+def _cli(data: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "STATEKEEPER_DATA": str(data), "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "spark_jobs", "kafka", *args], cwd=ROOT, env=env,
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def test_kafka_up_is_a_no_op_when_running_and_status_and_down_check_identity(kafka_local, tmp_path):
+    from spark_jobs.kafka import broker
+
+    data = Path(kafka_local.home).parent
+    again = _cli(data, "up", "--port", str(kafka_local.port))
+    assert (again.returncode, again.stdout.strip()) == (0, kafka_local.bootstrap)
+    assert broker.status(Path(kafka_local.home)).pid == kafka_local.pid  # not restarted
+    moved = _cli(data, "up", "--port", str(kafka_local.port + 1))
+    assert moved.returncode == 2 and "already runs" in moved.stderr
+    st = _cli(data, "status")
+    assert st.returncode == 0 and kafka_local.bootstrap in st.stdout
+    # a pid file naming a live process that is not this broker (this test): stopped, left alone
+    other = tmp_path / "kafka"
+    other.mkdir()
+    fake = {"pid": os.getpid(), "port": 1, "started": 0}
+    (other / broker.PID_FILE).write_text(json.dumps(fake))
+    assert _cli(tmp_path, "status").returncode == 1
+    assert _cli(tmp_path, "down").returncode == 0  # and this process is still here to check
+
+
 def _spec(job: str, uri: str, tmp: Path, name: str, **changes: Any):
     spec = load_spec(job).with_overrides(
         input=uri, output=str(tmp / name / "out"), checkpoint=str(tmp / name / "ckpt"),
