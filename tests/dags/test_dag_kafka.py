@@ -27,7 +27,7 @@ def test_catch_up_dag_reads_a_kafka_topic(airflow_home, tmp_path, kafka_broker, 
     data = tmp_path / "data"
     monkeypatch.setenv("STATEKEEPER_DATA", str(data))  # generate's staging folder
     uri = f"kafka://{kafka_broker}/clicks-dag"
-    report = generate("clickstream", uri, events=2000, keys=50, seed=3, bad_rate=0.02)
+    report = generate("clickstream", uri, events=600, keys=30, seed=3, bad_rate=0.03)
     specs = tmp_path / "specs"  # every real spec (all DAG files load), this one on the topic
     specs.mkdir()
     for f in (ROOT / "include" / "jobs").glob("*.yaml"):

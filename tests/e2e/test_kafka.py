@@ -176,12 +176,12 @@ def test_kill_9_mid_run_then_rerun_equals_uninterrupted_on_3_partitions(
 
     monkeypatch.setenv("STATEKEEPER_DATA", str(tmp_path / "data"))  # generate's staging folder
     uri = f"kafka://{kafka_broker}/clicks-crash"
-    report = generate("clickstream", uri, 1200, keys=40, seed=7, bad_rate=0.02)
+    report = generate("clickstream", uri, 800, keys=40, seed=7, bad_rate=0.03)
     assert report.bad > 0
     specs = tmp_path / "specs"
     specs.mkdir()
     raw = yaml.safe_load((ROOT / "include" / "jobs" / "sessions.yaml").read_text())
-    raw.update(max_offsets_per_trigger=150, shuffle_partitions=2)  # 8 batches to be killed in
+    raw.update(max_offsets_per_trigger=100, shuffle_partitions=2)  # 8 batches to be killed in
     (specs / "sessions.yaml").write_text(yaml.safe_dump(raw))
     ckpt = tmp_path / "crashed" / "ckpt"
     env = {**os.environ, "STATEKEEPER_SPECS": str(specs), "PYTHONPATH": str(ROOT)}
@@ -191,14 +191,14 @@ def test_kill_9_mid_run_then_rerun_equals_uninterrupted_on_3_partitions(
         cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    deadline = time.time() + 400
-    while _committed(ckpt) < 2 and victim.poll() is None and time.time() < deadline:
+    deadline = time.time() + 900  # a loaded CI machine: the first batch can take minutes
+    while _committed(ckpt) < 1 and victim.poll() is None and time.time() < deadline:
         time.sleep(0.2)
     assert victim.poll() is None, f"ended before the kill: {victim.communicate()[1][-500:]}"
     os.killpg(victim.pid, signal.SIGKILL)
     victim.wait()
-    assert 2 <= _committed(ckpt) < 8
-    crashed = replace(_spec("sessions", uri, tmp_path, "crashed"), max_offsets_per_trigger=150)
+    assert 1 <= _committed(ckpt) < 8  # killed after a committed batch, before the last
+    crashed = replace(_spec("sessions", uri, tmp_path, "crashed"), max_offsets_per_trigger=100)
     run_job(crashed, spark=spark)  # the re-run, on the killed run's checkpoint
     clean = _spec("sessions", uri, tmp_path, "clean")
     run_job(clean, spark=spark)
