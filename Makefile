@@ -27,11 +27,11 @@ $(VENV)/.synced: requirements.lock | $(UV)
 	$(UV) pip sync --python $(PY) requirements.lock
 	@touch $@
 
-.cache/jars/.fetched: include/spark/jars.txt | $(VENV)/.synced
+.cache/jars/.fetched: include/spark/jars.txt include/kafka/broker-jars.txt | $(VENV)/.synced
 	$(PY) -m spark_jobs.runtime.jars fetch
 	@touch $@
 
-setup: $(VENV)/.synced .cache/jars/.fetched ## create .venv from requirements.lock and cache Delta's jars (no-op when done)
+setup: $(VENV)/.synced .cache/jars/.fetched ## create .venv from requirements.lock and cache the Delta, Kafka-source and local-broker jars (no-op when done)
 
 browser: ## Debian's chromium for the UI check (Playwright drives it; it cannot download browsers here)
 	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)

@@ -16,6 +16,7 @@ HELPERS = {
     "checkpoints": "bench.bench_checkpoints",
     "quality": "bench.bench_quality",
     "health-api": "bench.bench_health",
+    "kafka": "bench.bench_kafka",
 }
 
 FULL = {

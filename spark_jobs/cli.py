@@ -14,7 +14,12 @@ from collections.abc import Sequence
 from spark_jobs.errors import UserError
 
 # Packages that add their own subcommands through ``register(subparsers)``.
-SUBCOMMAND_MODULES = ("spark_jobs.checkpoints.cli", "spark_jobs.quality.cli", "spark_jobs.publish")
+SUBCOMMAND_MODULES = (
+    "spark_jobs.checkpoints.cli",
+    "spark_jobs.quality.cli",
+    "spark_jobs.publish",
+    "spark_jobs.kafka.cli",
+)
 
 
 class OneLineParser(argparse.ArgumentParser):

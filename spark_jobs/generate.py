@@ -3,6 +3,10 @@
 Deterministic for a seed. Each call writes new files (never overwriting) and continues the
 folder's event-time clock, so repeated calls look like new data arriving. Files are written under
 a hidden name and renamed into place, so a running query never reads half a file.
+
+``--out kafka://HOST:PORT/TOPIC`` writes the very same files into a local staging folder
+(:func:`kafka_staging`, which also keeps the clock) and then sends their new lines to the topic,
+one record per line, creating the topic with 3 partitions when it is missing.
 """
 
 from __future__ import annotations
@@ -13,10 +17,13 @@ import random
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spark_jobs.errors import UserError
 from spark_jobs.runtime import paths
+
+if TYPE_CHECKING:
+    from spark_jobs.kafka.uri import KafkaUri
 
 KINDS = ("clickstream", "auth", "service-logs", "orders", "payments")
 STATE_FILE = ".statekeeper-generate.json"
@@ -264,9 +271,12 @@ def generate(
     ):
         if not 0.0 <= rate <= 1.0:
             raise UserError(f"{name} must be between 0 and 1, not {rate}")
-    folder = paths.local_path(out)
+    from spark_jobs.kafka import uri as kafka_uri
+
+    target = kafka_uri.parse(out) if kafka_uri.is_kafka(out) else None
+    folder = kafka_staging(target) if target is not None else paths.local_path(out)
     if folder is None:
-        raise UserError(f"generate writes local folders only, not {out}")
+        raise UserError(f"generate writes local folders or kafka:// topics, not {out}")
     folder.mkdir(parents=True, exist_ok=True)
     state = _load_state(folder)
     call = int(state["calls"])
@@ -337,7 +347,25 @@ def generate(
         report.files.append(str(folder / name))
     state["calls"] = call + 1
     state["clock"] = _ts(max(end, start))
+    if target is not None:  # before the clock moves on: a failed send can be generated again
+        from spark_jobs.kafka.produce import produce
+
+        try:
+            produce(target, lines)
+        except BaseException:  # the staging folder mirrors the topic: drop what was not sent
+            for f in report.files:
+                Path(f).unlink(missing_ok=True)
+            raise
+        report.out = str(target)
     tmp = folder / f"{STATE_FILE}.tmp"
     tmp.write_text(json.dumps(state))
     os.replace(tmp, folder / STATE_FILE)
     return report
+
+
+def kafka_staging(target: KafkaUri) -> Path:
+    """The local folder mirroring what ``generate`` sent to a topic: the same files a folder
+    output gets (a benchmark reads them as the file-side twin of the topic) and the clock.
+    Topics named after the kinds sit side by side, so payments find their orders."""
+    server = target.bootstrap.split(",")[0].replace(":", "_").replace("[", "").replace("]", "")
+    return paths.data_dir() / "kafka-generated" / server / target.topic

@@ -46,3 +46,25 @@ def output_dir() -> Path:
     out = ROOT / "tests" / "_output"
     out.mkdir(parents=True, exist_ok=True)
     return out
+
+
+@pytest.fixture(scope="session")
+def kafka_local(tmp_path_factory):
+    """One real single-node Kafka broker (KRaft) on a free loopback port for every Kafka test of
+    the session, started from the cached jars (bounded wait) and always stopped; its Status. Its
+    home is ``<data>/kafka`` for the data folder ``Path(status.home).parent``, as ``kafka up``
+    lays it out. Only tests that ask for it pay for it."""
+    from spark_jobs.kafka import broker
+
+    home = tmp_path_factory.mktemp("kafka_data") / "kafka"
+    status = broker.up(port=broker.free_port(), home=home, timeout=180)
+    try:
+        yield status
+    finally:
+        broker.down(home)
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(kafka_local) -> str:
+    """The session broker's bootstrap address, ``127.0.0.1:PORT``."""
+    return kafka_local.bootstrap

@@ -2,7 +2,7 @@
 whether this exact backfill was published already. Files only; nothing is written here.
 
 The plan's ``key`` is a hash of (job, input folder, its file names and sizes, mode, the job's
-state fingerprint): the same backfill gets the same key, its staged table and checkpoint are
+state fingerprint; for a ``kafka://`` input, the topic and its end offsets when planned): the same backfill gets the same key, its staged table and checkpoint are
 reused, and ``publish`` records the key in the live table's ledger (``spark_jobs.publish``), so
 publishing twice is a no-op, also after Delta's log retention removed the commit's file.
 A mode that cannot be correct for the job (``spark_jobs.publish.REFUSED``) fails the plan.
@@ -37,7 +37,7 @@ def _listing(folder: Path) -> list[tuple[str, int]]:
 def plan_backfill(params: dict[str, Any], data_dir: Path) -> dict[str, Any]:
     """The plan for ``params`` or a ``BadBackfillParams`` saying, in one line, what to fix."""
     from spark_jobs.errors import UserError
-    from spark_jobs.publish import published, refusal
+    from spark_jobs.publish import refusal
     from spark_jobs.runtime.spec import load_spec
 
     job = str(params.get("job") or "")
@@ -52,6 +52,8 @@ def plan_backfill(params: dict[str, Any], data_dir: Path) -> dict[str, Any]:
     raw_input = str(params.get("input") or "").strip()
     if not raw_input:
         raise BadBackfillParams("input: give the folder of JSON-lines files to backfill from")
+    if raw_input.startswith("kafka://"):
+        return _plan_kafka(params, job, spec, mode, raw_input, data_dir)
     folder = Path(resolve(raw_input))
     if not folder.is_dir():
         raise BadBackfillParams(f"input folder {folder} does not exist or is not a folder")
@@ -68,7 +70,71 @@ def plan_backfill(params: dict[str, Any], data_dir: Path) -> dict[str, Any]:
     live = resolve(str(params.get("output") or "")) if params.get("output") else spec.output
     if Path(live).resolve() == folder.resolve():
         raise BadBackfillParams("output and input are the same folder")
-    raw = json.dumps([job, str(folder), listing, mode, spec.fingerprint_hash()], sort_keys=True)
+    return _plan(params, job, spec, mode, str(folder), listing, len(listing), live, data_dir)
+
+
+def _kafka_ends(spec: Any, uri: str) -> dict[str, int]:
+    """The topic's end offsets per partition now: what this backfill reads up to (records
+    arriving later are read too, and do not change the key)."""
+    from spark_jobs.errors import UserError
+    from spark_jobs.kafka.uri import parse
+
+    if spec.kafka_options:
+        raise BadBackfillParams(
+            "input: a backfill from a Kafka cluster with kafka_options (security) is planned "
+            "from the command line: python -m spark_jobs run JOB --input kafka://... "
+            "--output STAGED --checkpoint NEW"
+        )
+    try:
+        target = parse(uri)
+    except UserError as exc:
+        raise BadBackfillParams(f"input: {exc}") from None
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    from spark_jobs.kafka.produce import partitions
+
+    try:
+        n = partitions(target, timeout=10)
+        if not n:
+            raise BadBackfillParams(f"input: topic {target} does not exist")
+        c = Consumer({"bootstrap.servers": target.bootstrap, "group.id": "statekeeper-plan",
+                      "enable.auto.commit": False, "log_level": 0})  # fmt: skip
+        try:
+            return {
+                str(p): int(c.get_watermark_offsets(TopicPartition(target.topic, p), 10)[1])
+                for p in range(n)
+            }
+        finally:
+            c.close()
+    except (UserError, KafkaException) as exc:
+        raise BadBackfillParams(
+            f"input: Kafka at {target.bootstrap} does not answer: {exc}"
+        ) from None
+
+
+def _plan_kafka(
+    params: dict[str, Any], job: str, spec: Any, mode: str, uri: str, data_dir: Path
+) -> dict[str, Any]:
+    if len(spec.kinds) > 1:
+        raise BadBackfillParams(
+            f"job {job} reads {', '.join(spec.kinds)}: a Kafka backfill needs one topic per input; "
+            "backfill it from a folder with one sub-folder per kind"
+        )
+    ends = _kafka_ends(spec, uri)
+    if not any(ends.values()):
+        raise BadBackfillParams(f"input: topic {uri} holds no records to backfill")
+    live = resolve(str(params.get("output") or "")) if params.get("output") else spec.output
+    listing = sorted(ends.items())
+    return _plan(params, job, spec, mode, uri, listing, sum(ends.values()), live, data_dir)
+
+
+def _plan(
+    params: dict[str, Any], job: str, spec: Any, mode: str, source: str,
+    listing: list[tuple[str, int]], count: int, live: str, data_dir: Path,
+) -> dict[str, Any]:  # fmt: skip
+    from spark_jobs.publish import published
+
+    raw = json.dumps([job, source, listing, mode, spec.fingerprint_hash()], sort_keys=True)
     key = hashlib.sha256(raw.encode()).hexdigest()[:16]
     root = data_dir / "backfill" / job / key
     done = published(live, key)
@@ -76,8 +142,8 @@ def plan_backfill(params: dict[str, Any], data_dir: Path) -> dict[str, Any]:
         "job": job,
         "mode": mode,
         "dry_run": bool(params.get("dry_run")),
-        "input": str(folder),
-        "files": len(listing),
+        "input": source,
+        "files": count,  # files of a folder, records of a topic
         "key": key,
         "staged_table": str(root / "table"),
         "staged_checkpoint": str(root / "checkpoint"),

@@ -4,7 +4,8 @@
 verdict: ``dead`` (no driver holds the checkpoint), ``stalled`` (no progress for too long) or
 ``healthy`` (``idle`` when the last record says the query is caught up and waiting for data,
 which Spark reports instead of empty batches), plus warnings that an engineer should look at but
-that a restart would not cure (slow batches, a backlog, state that only grows, late rows dropped).
+that a restart would not cure (slow batches, a backlog, state that only grows, late rows dropped,
+a Kafka lag that keeps growing). The verdict carries the Kafka lag per topic of the last batch.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from spark_jobs.kafka.lag import total_behind
 from spark_jobs.runtime.progress import HEARTBEAT, is_batch, is_idle
 
 RESTART_VERDICTS = ("dead", "stalled")
@@ -52,6 +54,7 @@ class Health:
     progress_age: float | None = None
     batch_id: int | None = None
     state_rows: int | None = None
+    lag: dict[str, int] = field(default_factory=dict)  # Kafka topic -> records not processed yet
 
     @property
     def needs_restart(self) -> bool:
@@ -117,6 +120,7 @@ def assess(
         progress_age=round(age, 1),
         batch_id=last.get("batchId"),
         state_rows=_state(last, "numRowsTotal"),
+        lag=total_behind(last),
     )
     if age > th.max_progress_age:
         h.verdict, h.reason = (
@@ -151,6 +155,12 @@ def assess(
         and not any(_state(r, "numRowsRemoved") for r in window)
     ):
         h.warnings.append(f"state growing with no rows removed ({totals[0]} -> {totals[-1]} rows)")
+    behind = [sum(total_behind(r).values()) for r in window]
+    if len(window) >= 3 and h.lag and all(b > a for a, b in zip(behind, behind[1:], strict=False)):
+        h.warnings.append(
+            f"falling behind: Kafka lag grew in each of the last batches ({behind[0]} -> "
+            f"{behind[-1]} records)"
+        )
     dropped = sum(_state(r, "numRowsDroppedByWatermark") for r in window)
     if dropped:
         h.warnings.append(f"late rows dropped by the watermark: {dropped} in the last batches")

@@ -78,6 +78,7 @@ def inspect_checkpoint(checkpoint: str, layout: Layout | None = None) -> dict[st
         "operators": operators,
         "recovery_window": window,
         "sources": lay.source_logs,
+        "kafka": _kafka(lay),
         "bytes": {
             "total": lay.total_bytes(),
             "offsets": lay.total_bytes("offsets/"),
@@ -88,6 +89,21 @@ def inspect_checkpoint(checkpoint: str, layout: Layout | None = None) -> dict[st
         },
         "files": len(lay.files),
         "seconds": round(time.perf_counter() - started, 4),
+    }
+
+
+def _kafka(lay: Any) -> dict[str, Any] | None:
+    """Per-partition offsets of the Kafka sources: processed up to (the last committed batch's
+    end offsets) and planned up to (the last batch's, when it is not committed yet)."""
+    committed = lay.last_committed
+    done = lay.kafka_offsets(committed) if committed is not None else {}
+    planned = lay.kafka_offsets(lay.last_offset) if lay.last_offset is not None else {}
+    if not done and not planned:
+        return None
+    return {
+        "committed_batch": committed,
+        "processed": done,
+        "planned": planned if lay.last_offset != committed else None,
     }
 
 
@@ -186,6 +202,12 @@ def render(info: dict[str, Any]) -> str:
         lines.append("recoverable  no committed batch with its state on disk")
     for src, s in info["sources"].items():
         lines.append(f"source log   sources/{src}: {s['files']} files, {_size(s['bytes'])}")
+    k = info.get("kafka") or {}
+    for label in ("processed", "planned"):
+        for topic, parts in (k.get(label) or {}).items():
+            at = ", ".join(f"{p}@{o}" for p, o in sorted(parts.items(), key=lambda x: int(x[0])))
+            when = f"batch {k['committed_batch']}" if label == "processed" else "uncommitted"
+            lines.append(f"kafka        {topic} {label} to partition@offset {at} ({when})")
     b = info["bytes"]
     lines.append(
         f"size         {_size(b['total'])} in {info['files']} files (state {_size(b['state'])}, offsets+commits {_size(b['offsets'] + b['commits'])}, sources {_size(b['sources'])}, _statekeeper {_size(b['statekeeper'])})"

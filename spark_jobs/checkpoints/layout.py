@@ -4,6 +4,8 @@ What Spark 4.2 writes (checked against real queries, both state store providers)
 
     metadata                      {"id": "<query id>"}
     offsets/N                     v1 / {"batchWatermarkMs", "batchTimestampMs", "conf": {...}} / one line per source
+                                  (a file source {"logOffset": N}; Kafka {"topic": {"0": 123, ...}}, the
+                                  next offset to read per partition, i.e. processed up to here)
     commits/N                     v1 / {"nextBatchWatermarkMs": ...}
     sources/<i>/N[.compact]       the file source's log of files seen
     state/<op>/_metadata/metadata operator name and state store partitions
@@ -108,12 +110,24 @@ class Layout:
     offsets: list[int] = field(default_factory=list)
     commits: list[int] = field(default_factory=list)
     offset_meta: dict[int, dict[str, Any]] = field(default_factory=dict)  # parsed offsets (some)
+    # batch -> its sources' end offsets, one parsed JSON value per source line ("-" is None)
+    offset_sources: dict[int, list[Any]] = field(default_factory=dict)
     commit_meta: dict[int, dict[str, Any]] = field(default_factory=dict)
     unparsable: dict[str, str] = field(default_factory=dict)  # relative path -> reason
     stores: dict[str, StoreFiles] = field(default_factory=dict)
     operators: dict[str, dict[str, Any]] = field(default_factory=dict)  # op -> metadata
     temp_files: list[str] = field(default_factory=list)
     source_logs: dict[str, dict[str, int]] = field(default_factory=dict)  # source -> files, bytes
+
+    def kafka_offsets(self, batch: int) -> dict[str, dict[str, int]]:
+        """Topic -> partition -> end offset of ``batch`` over its Kafka sources ({} for none)."""
+        from spark_jobs.kafka.lag import kafka_offsets
+
+        out: dict[str, dict[str, int]] = {}
+        for src in self.offset_sources.get(batch) or []:
+            for topic, parts in (kafka_offsets(src) or {}).items():
+                out.setdefault(topic, {}).update(parts)
+        return out
 
     @property
     def last_committed(self) -> int | None:
@@ -334,7 +348,7 @@ def read_layout(
         if rel in lay.unparsable:
             continue
         try:
-            _version, meta, _rest = parse_log_file(text(rel))
+            _version, meta, rest = parse_log_file(text(rel))
         except FileNotFoundError:
             # Removed since the listing (a running query's cleanup of old batches): not broken.
             (lay.offsets if kind == "offsets" else lay.commits).remove(b)
@@ -344,6 +358,8 @@ def read_layout(
             lay.unparsable[rel] = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
             continue
         (lay.offset_meta if kind == "offsets" else lay.commit_meta)[b] = meta
+        if kind == "offsets":
+            lay.offset_sources[b] = [None if r.strip() == "-" else json.loads(r) for r in rest]
 
     for op in sorted(
         {s.op for s in lay.stores.values()}

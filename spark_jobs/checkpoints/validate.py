@@ -94,6 +94,14 @@ CATALOGUE: dict[str, tuple[str, str]] = {
         WARNING,
         "take a snapshot: python -m spark_jobs checkpoint snapshot --job JOB",
     ),
+    "KAFKA_OFFSETS_UNREADABLE": (
+        ERROR,
+        "restore the checkpoint from a snapshot (checkpoint restore), or roll back to an earlier batch",
+    ),
+    "SOURCE_CHANGED": (
+        ERROR,
+        "point the job back at the input its checkpoint was written for, or start a new checkpoint",
+    ),
     "FILE_SOURCE_LOG_BLOAT": (
         WARNING,
         "fewer, larger input files (or the cleanSource option); the log grows with every file ever read",
@@ -258,8 +266,45 @@ def _check_layout(lay: Layout, rep: Report) -> None:
             )
 
 
+def _check_kafka(lay: Layout, rep: Report, spec: Any) -> None:
+    """The newest offsets' sources against the spec's inputs: a Kafka offset line must name
+    partitions and offsets, and the topics read must be the spec's (Spark cannot carry a
+    checkpoint from a folder to a topic, or from one topic to another)."""
+    from spark_jobs.kafka.lag import kafka_offsets
+    from spark_jobs.kafka.uri import is_kafka, parse
+
+    last = lay.last_offset
+    if last is None or last not in lay.offset_sources:
+        return
+    lines = [x for x in lay.offset_sources[last] if x is not None]
+    kafka_lines = [x for x in lines if not (isinstance(x, dict) and "logOffset" in x)]
+    bad = [x for x in kafka_lines if kafka_offsets(x) is None]
+    if bad:
+        rep.add(
+            "KAFKA_OFFSETS_UNREADABLE",
+            f"offsets/{last} has a source line that is neither a "
+            f"file source's nor Kafka's {{topic: {{partition: offset}}}}: {str(bad[0])[:80]}",
+        )
+        return
+    have = sorted(lay.kafka_offsets(last))
+    want = sorted(parse(u).topic for u in spec.inputs.values() if is_kafka(u))
+    files_have = len(lines) - len(kafka_lines)
+    files_want = sum(1 for u in spec.inputs.values() if not is_kafka(u))
+    # Folders are compared as "some or none": the offsets say nothing of which folder it was.
+    if have != want or bool(files_have) != bool(files_want):
+
+        def say(topics: list[str], files: int) -> str:
+            parts = [f"topic(s) {', '.join(topics)}"] if topics else []
+            return " and ".join(parts + ([f"{files} folder(s)"] if files else [])) or "nothing"
+
+        rep.add("SOURCE_CHANGED", f"the checkpoint read {say(have, files_have)}; the spec reads "
+                f"{say(want, files_want)}")  # fmt: skip
+
+
 def _check_spec(lay: Layout, rep: Report, spec: Any, snapshot_root: str | None) -> None:
     from spark_jobs.runtime.session import spec_confs
+
+    _check_kafka(lay, rep, spec)
 
     pinned = lay.pinned_conf()
     for key, want in spec_confs(spec).items():

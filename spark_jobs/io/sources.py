@@ -1,4 +1,5 @@
-"""Landing folders of JSON-lines files, read as a stream of raw lines with their file names."""
+"""Inputs read as a stream of raw lines with where each came from: landing folders of JSON-lines
+files (the file's path), or Kafka topics (``kafka://TOPIC/PARTITION/OFFSET``, spark_jobs.kafka)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,14 @@ FILE_GLOB = "*.json*"
 
 
 def check_input(uri: str, job: str) -> None:
-    """A missing or unreadable local landing folder is a user error, said before Spark starts."""
+    """A missing or unreadable local landing folder, or a malformed Kafka URI, is a user error,
+    said before Spark starts. A topic is not looked up here: that needs the cluster's security
+    options, and a topic that does not exist yet is simply empty."""
+    from spark_jobs.kafka import uri as kafka_uri
+
+    if kafka_uri.is_kafka(uri):
+        kafka_uri.parse(uri)
+        return
     local = paths.local_path(uri)
     if local is None:
         return
@@ -35,11 +43,16 @@ def check_input(uri: str, job: str) -> None:
 
 
 def read_lines(spark: SparkSession, spec: JobSpec, kind: str) -> DataFrame:
-    """The stream of (value, source_file) lines of the job's ``kind`` landing folder."""
+    """The stream of (value, source_file) lines of the job's ``kind`` input."""
     from pyspark.sql import functions as F
+
+    from spark_jobs.kafka import source as kafka_source
+    from spark_jobs.kafka import uri as kafka_uri
 
     uri = spec.inputs[kind]
     check_input(uri, spec.name)
+    if kafka_uri.is_kafka(uri):
+        return kafka_source.read_lines(spark, spec, uri)
     reader = spark.readStream.format("text").option("pathGlobFilter", FILE_GLOB)
     if spec.max_files_per_trigger:
         reader = reader.option("maxFilesPerTrigger", spec.max_files_per_trigger)

@@ -202,7 +202,10 @@ def run_job(
                 )
                 or "pyspark" in type(exc).__module__
             ):
-                raise JobFailed(f"job {spec.name} failed: {_one_line(exc)}") from exc
+                from spark_jobs.kafka.source import data_loss_line
+
+                lost = data_loss_line(spec, str(getattr(exc, "desc", None) or exc))
+                raise JobFailed(lost or f"job {spec.name} failed: {_one_line(exc)}") from exc
             raise
         finally:
             for q in queries:

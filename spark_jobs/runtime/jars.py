@@ -1,25 +1,41 @@
-"""Delta's jars, fetched once from Maven Central into ``./.cache`` so runs start offline.
+"""Jars fetched once from Maven Central into ``./.cache`` so runs and tests start offline.
 
-``python -m spark_jobs.runtime.jars fetch`` (run by ``make setup``) lets Spark's own Ivy resolve
-the coordinates in ``include/spark/jars.txt`` into ``.cache/ivy``, then copies just those
-artifacts to ``.cache/jars``. Only they go on ``spark.jars``: Ivy also resolves Hadoop, Jackson and
-Parquet jars that would shadow the ones Spark ships.
+``python -m spark_jobs.runtime.jars fetch`` (run by ``make setup``) does two things:
+
+- Spark's jars: Spark's own Ivy resolves the coordinates in ``include/spark/jars.txt`` (Delta and
+  the Kafka source) into ``.cache/ivy``, then just those artifacts are copied to ``.cache/jars``.
+  Only they go on ``spark.jars``: Ivy also resolves Hadoop, Jackson and Parquet jars that would
+  shadow the ones Spark ships.
+- The local Kafka broker's jars: ``include/kafka/broker-jars.txt`` resolved with all their
+  dependencies by Ivy's command line (the jar pyspark ships) into ``.cache/kafka-broker``. The
+  broker runs in its own JVM (``kafka up``), so its Scala and Jackson never meet Spark's.
 """
 
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from spark_jobs.errors import UserError
 from spark_jobs.runtime import paths
 
+BROKER_COMPLETE = ".complete"  # written last: a broker folder without it is a cut-off fetch
 
-def coordinates() -> list[str]:
-    path = paths.project_root() / "include" / "spark" / "jars.txt"
+
+def _read_coords(path: Path) -> list[str]:
     lines = [ln.split("#", 1)[0].strip() for ln in path.read_text().splitlines()]
     return [ln for ln in lines if ln]
+
+
+def coordinates() -> list[str]:
+    return _read_coords(paths.project_root() / "include" / "spark" / "jars.txt")
+
+
+def broker_coordinates() -> list[str]:
+    return _read_coords(paths.project_root() / "include" / "kafka" / "broker-jars.txt")
 
 
 def _jar_name(coord: str) -> str:
@@ -33,13 +49,25 @@ def jar_paths() -> list[str]:
     for coord in coordinates():
         p = paths.jars_dir() / _jar_name(coord)
         if not p.is_file():
-            raise UserError(f"Delta jar {p.name} is not in {paths.jars_dir()}; run `make setup`")
+            raise UserError(f"Spark jar {p.name} is not in {paths.jars_dir()}; run `make setup`")
         out.append(str(p))
     return out
 
 
+def broker_classpath() -> str:
+    """The local broker's classpath; a one-line error when set-up has not fetched it."""
+    folder = paths.broker_jars_dir()
+    if not (folder / BROKER_COMPLETE).is_file():
+        raise UserError(f"the Kafka broker's jars are not in {folder}; run `make setup`")
+    return ":".join(str(p) for p in sorted(folder.glob("*.jar")))
+
+
 def fetch() -> list[Path]:
     """Resolve with Ivy (network, once) and copy the named jars into the cache."""
+    return fetch_spark() + fetch_broker()
+
+
+def fetch_spark() -> list[Path]:
     from pyspark.sql import SparkSession
 
     coords = coordinates()
@@ -68,8 +96,57 @@ def fetch() -> list[Path]:
     return list(wanted.values())
 
 
+def _ivy_jar() -> Path:
+    import pyspark
+
+    found = sorted((Path(pyspark.__file__).parent / "jars").glob("ivy-*.jar"))
+    if not found:
+        raise UserError("pyspark ships no Ivy jar to resolve the Kafka broker with")
+    return found[-1]
+
+
+def _ivy_module(coords: list[str]) -> str:
+    deps = "\n".join(
+        f'    <dependency org="{g}" name="{a}" rev="{v}" conf="default->default"/>'
+        for g, a, v in (c.split(":") for c in coords)
+    )
+    return (
+        '<ivy-module version="2.0">\n  <info organisation="statekeeper" module="kafka-broker"/>\n'
+        f"  <dependencies>\n{deps}\n  </dependencies>\n</ivy-module>\n"
+    )
+
+
+def fetch_broker() -> list[Path]:
+    """The broker and its dependencies (``bundle`` is how some, like scala-logging, are packaged;
+    Ivy's default conflict manager keeps the newest version,
+    so the pinned slf4j-api 2.x wins over the 1.7 its dependencies ask for)."""
+    folder = paths.broker_jars_dir()
+    if (folder / BROKER_COMPLETE).is_file():
+        return sorted(folder.glob("*.jar"))
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        module = Path(tmp) / "ivy.xml"
+        module.write_text(_ivy_module(broker_coordinates()))
+        cmd = [
+            "java", "-jar", str(_ivy_jar()), "-ivy", str(module),
+            "-cache", str(paths.ivy_dir() / "cache"), "-confs", "default", "-types", "jar", "bundle",
+            "-retrieve", f"{folder}/[artifact]-[revision](-[classifier]).[ext]",
+        ]  # fmt: skip
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    jars = sorted(folder.glob("*.jar"))
+    if done.returncode != 0 or not jars:
+        tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or ["no output"]
+        raise UserError(f"Ivy could not resolve the Kafka broker's jars: {tail[0]}")
+    (folder / BROKER_COMPLETE).write_text("\n".join(p.name for p in jars) + "\n")
+    return jars
+
+
 if __name__ == "__main__":
-    if sys.argv[1:] != ["fetch"]:
-        sys.exit("usage: python -m spark_jobs.runtime.jars fetch")
-    for p in fetch():
+    what = sys.argv[2:3] or ["all"]
+    if sys.argv[1:2] != ["fetch"] or what[0] not in ("all", "spark", "broker"):
+        sys.exit("usage: python -m spark_jobs.runtime.jars fetch [all | spark | broker]")
+    fetched = {"all": fetch, "spark": fetch_spark, "broker": fetch_broker}[what[0]]()
+    for p in fetched:
         print(f"cached {p}")

@@ -127,6 +127,16 @@ def ivy_dir() -> Path:
     return cache_dir() / "ivy"
 
 
+def broker_jars_dir() -> Path:
+    """The local Kafka broker's jars: its own JVM's classpath, never Spark's."""
+    return cache_dir() / "kafka-broker"
+
+
+def kafka_dir() -> Path:
+    """The local broker's log dirs, config, pid file and log (``kafka up``)."""
+    return data_dir() / "kafka"
+
+
 def statekeeper_dir(checkpoint: str) -> str:
     return join(checkpoint, STATEKEEPER_DIR)
 

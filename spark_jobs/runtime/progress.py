@@ -14,6 +14,9 @@ event records too (the supervisor's health check does).
 The log is rotated by size: past ``max_bytes()`` the file becomes ``progress.jsonl.1`` (older
 ones shift to ``.2`` ... ``.KEEP_ROTATED``, the oldest goes) and a new one starts; readers read
 the rotated files first, so they see one log, oldest first.
+
+A batch reading Kafka also gets a top-level ``lag`` object: per topic, records behind the
+topic's latest offsets (spark_jobs.kafka.lag).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from spark_jobs.kafka.lag import source_lag
 from spark_jobs.runtime import paths
 
 IDLE = "idle"
@@ -189,6 +193,9 @@ def make_listener(job: str, targets: dict[str, str], scans: int = 1):  # -> Stre
             keys = pop_keys(progress.get("name") or "", int(progress.get("batchId", -1)))
             if keys is not None:
                 progress["keys"] = keys
+            lag = source_lag(progress)
+            if lag:  # Kafka sources: records behind the topic's end, per topic and partition
+                progress["lag"] = lag
             append_line(progress_path(checkpoint), progress)
 
         def onQueryIdle(self, event: Any) -> None:

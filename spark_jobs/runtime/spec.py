@@ -29,7 +29,8 @@ _KNOWN_KEYS = {
     "name", "description", "pattern", "mode", "schedule", "inputs", "output", "checkpoint",
     "trigger", "watermark", "state_store", "changelog_checkpointing", "shuffle_partitions",
     "min_batches_to_retain", "max_files_per_trigger", "output_mode", "executor", "params",
-    "quality", "snapshots", "supervise", "owner", "tags", "max_future",
+    "quality", "snapshots", "supervise", "owner", "tags", "max_future", "max_offsets_per_trigger",
+    "kafka_options", "fail_on_data_loss",
 }  # fmt: skip
 
 
@@ -69,7 +70,7 @@ class JobSpec:
     pattern: str  # "arbitrary" (our state logic) or "builtin" (Spark's own operators)
     mode: str  # catch-up (scheduled available-now runs) or continuous (supervised)
     schedule: str | None
-    inputs: dict[str, str]  # input kind -> landing folder URI
+    inputs: dict[str, str]  # input kind -> landing folder URI or kafka://HOST:PORT/TOPIC
     output: str
     checkpoint: str
     trigger: Trigger
@@ -90,6 +91,11 @@ class JobSpec:
     path: str = ""
     # Events further ahead of the batch's clock than this are quarantined (CONTRACTS.md s. 2).
     max_future_seconds: float = DEFAULT_MAX_FUTURE_SECONDS
+    max_offsets_per_trigger: int | None = None  # Kafka inputs: records per micro-batch at most
+    # Kafka consumer properties passed through (security for real clusters); kept out of repr,
+    # masked in to_dict, never logged.
+    kafka_options: dict[str, str] = field(default_factory=dict, repr=False)
+    fail_on_data_loss: bool = True  # Kafka inputs: a gap in the topic stops the job
 
     @property
     def kinds(self) -> list[str]:
@@ -147,8 +153,11 @@ class JobSpec:
         return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
     def to_dict(self) -> dict[str, Any]:
+        from spark_jobs.kafka.source import masked
+
         d = asdict(self)
         d["trigger"] = str(self.trigger)
+        d["kafka_options"] = masked(self.kafka_options)
         return d
 
 
@@ -165,6 +174,11 @@ def _override_inputs(spec: JobSpec, values: list[str]) -> dict[str, str]:
             out[kind] = paths.resolve(uri)
         elif len(out) == 1:
             out = {spec.kinds[0]: paths.resolve(v)}
+        elif v.startswith("kafka://"):
+            raise UserError(
+                f"job {spec.name} reads {', '.join(out)}: give one topic per input, as "
+                f"--input KIND=kafka://HOST:PORT/TOPIC"
+            )
         else:
             out = {k: paths.join(paths.resolve(v), k) for k in out}
     return out
@@ -214,6 +228,8 @@ def parse_spec(raw: dict[str, Any], where: str, default_name: str | None = None)
         retain = int(raw.get("min_batches_to_retain", 20))
         mfpt = raw.get("max_files_per_trigger")
         mfpt = int(mfpt) if mfpt is not None else None
+        mopt = raw.get("max_offsets_per_trigger")
+        mopt = int(mopt) if mopt is not None else None
     except (TypeError, ValueError) as exc:
         raise UserError(f"job spec {where}: {exc}") from exc
     max_future = parse_seconds(
@@ -221,6 +237,13 @@ def parse_spec(raw: dict[str, Any], where: str, default_name: str | None = None)
     )
     if max_future <= 0:
         raise UserError(f"job spec {where}: max_future must be positive")
+    kafka_options = raw.get("kafka_options") or {}
+    if not isinstance(kafka_options, dict):
+        raise UserError(f"job spec {where}: kafka_options must map consumer properties to values")
+    if (mopt is not None and mopt < 1) or (mfpt is not None and mfpt < 1):
+        raise UserError(
+            f"job spec {where}: max_files_per_trigger and max_offsets_per_trigger must be >= 1"
+        )
     if shuffle < 1 or retain < 1:
         raise UserError(
             f"job spec {where}: shuffle_partitions and min_batches_to_retain must be >= 1"
@@ -251,6 +274,9 @@ def parse_spec(raw: dict[str, Any], where: str, default_name: str | None = None)
         tags=tuple(raw.get("tags") or ()),
         path=where,
         max_future_seconds=max_future,
+        max_offsets_per_trigger=mopt,
+        kafka_options={str(k): str(v) for k, v in kafka_options.items()},
+        fail_on_data_loss=bool(raw.get("fail_on_data_loss", True)),
     )
 
 

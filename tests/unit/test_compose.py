@@ -33,7 +33,7 @@ def compose():
 
 def test_services_and_healthchecks(compose):
     services = compose["services"]
-    assert set(services) == {"postgres", *AIRFLOW, "spark-master", "spark-worker"}
+    assert set(services) == {"postgres", *AIRFLOW, "spark-master", "spark-worker", "kafka"}
     for name, svc in services.items():
         if name != "airflow-init":
             assert "healthcheck" in svc and svc["healthcheck"]["test"], name
@@ -59,7 +59,12 @@ def test_shared_volumes_and_connection_wiring(compose):
     assert "spark://spark-master:7077" in " ".join(services["spark-worker"]["command"])
     assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].endswith("@postgres/airflow")
     assert env["STATEKEEPER_DATA"] == "/data"
-    assert set(compose["volumes"]) == {"postgres-db", "statekeeper-data", "airflow-auth"}
+    assert set(compose["volumes"]) == {
+        "postgres-db",
+        "statekeeper-data",
+        "airflow-auth",
+        "kafka-data",
+    }
 
 
 def test_image_bakes_the_lock_and_delta_jars():
@@ -111,7 +116,7 @@ def test_ports_on_localhost_non_root_and_the_header_tells_the_real_login(compose
     for name, svc in compose["services"].items():
         for port in svc.get("ports", []):
             assert str(port).startswith("127.0.0.1:"), (name, port)
-        if name != "postgres":  # the postgres image drops to its own user itself
+        if name not in ("postgres", "kafka"):  # these images drop to their own users themselves
             assert svc.get("user") == "50000:0", name
     assert "USER 50000" in (ROOT / "docker" / "Dockerfile").read_text()
     header = "".join(
@@ -125,3 +130,23 @@ def test_ports_on_localhost_non_root_and_the_header_tells_the_real_login(compose
     assert f"cat {passwords}" in header  # how to read the generated password
     api = compose["services"]["airflow-apiserver"]
     assert any(v.endswith(":" + str(Path(passwords).parent)) for v in api["volumes"])
+
+
+def test_kafka_service_is_kraft_and_feeds_the_example_spec(compose):
+    from spark_jobs.kafka.uri import parse
+    from spark_jobs.runtime.spec import parse_spec
+
+    kafka = compose["services"]["kafka"]
+    assert kafka["image"].startswith("apache/kafka:")
+    env = kafka["environment"]
+    assert env["KAFKA_PROCESS_ROLES"] == "broker,controller"  # KRaft, no ZooKeeper
+    assert "PLAINTEXT://kafka:9092" in env["KAFKA_ADVERTISED_LISTENERS"]
+    scheduler = compose["services"]["airflow-scheduler"]
+    assert scheduler["depends_on"]["kafka"]["condition"] == "service_healthy"
+    mount = next(v for v in scheduler["volumes"] if "examples/kafka" in v)
+    src, dest, _mode = mount.split(":")
+    assert dest == "/opt/statekeeper/include/jobs/sessions.yaml"  # replaces the folder spec
+    raw = yaml.safe_load((ROOT / src).read_text())
+    spec = parse_spec(raw, src)
+    target = parse(spec.inputs["clickstream"])
+    assert (target.bootstrap, spec.name) == ("kafka:9092", "sessions")

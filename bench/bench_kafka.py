@@ -1,0 +1,109 @@
+"""``run sessions`` from a 3-partition Kafka topic vs from files: the same events, side by side.
+
+A local broker (the cached jars, a free loopback port, a temporary home, always stopped) gets the
+clickstream from ``generate --out kafka://...``, which also keeps the very files it sent: those
+files are the folder-side input. Each round runs the sessions job on both inputs, alternating,
+each on a fresh checkpoint and table in one shared Spark session; the tables must be identical.
+
+    python -m bench --only kafka            # or: python -m bench.bench_kafka [--events N] [--rounds R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+
+def _timed_run(spark: Any, spec: Any) -> float:
+    from spark_jobs.jobs.runner import run_job
+
+    t = time.perf_counter()
+    run_job(spec, spark=spark)
+    return time.perf_counter() - t
+
+
+def _rows(spark: Any, uri: str) -> list[tuple]:
+    return [tuple(r) for r in spark.read.format("delta").load(uri).orderBy("session_id").collect()]
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    p = argparse.ArgumentParser(prog="python -m bench.bench_kafka", description=__doc__)
+    p.add_argument("--events", type=int, default=200_000)
+    p.add_argument("--keys", type=int, default=None, help="users (default events/20)")
+    p.add_argument("--rounds", type=int, default=2, help="alternating rounds (median kept)")
+    p.add_argument("--smoke", action="store_true", help="tiny and fast (10,000 events, one round)")
+    args = p.parse_args(argv)
+    if args.smoke:
+        args.events, args.rounds = 10_000, 1
+
+    from spark_jobs.generate import generate
+    from spark_jobs.kafka import broker
+    from spark_jobs.runtime.session import build_session
+    from spark_jobs.runtime.spec import load_spec
+
+    tmp = Path(tempfile.mkdtemp(prefix="statekeeper-bench-kafka-"))
+    home = tmp / "broker"
+    old_data = os.environ.get("STATEKEEPER_DATA")
+    os.environ["STATEKEEPER_DATA"] = str(tmp / "data")  # generate's staging folder
+    try:
+        status = broker.up(port=broker.free_port(), home=home, timeout=180)
+        uri = f"kafka://{status.bootstrap}/clickstream"
+        report = generate("clickstream", uri, args.events, keys=args.keys, seed=11)
+        folder = str(Path(report.files[0]).parent)  # the same events, as the files generate kept
+        spark = build_session("statekeeper-bench-kafka")
+        base = load_spec("sessions")
+        secs: dict[str, list[float]] = {"kafka": [], "files": []}
+        tables: dict[str, list[tuple]] = {}
+        for r in range(args.rounds):
+            for name, inp in (("kafka", uri), ("files", folder))[:: 1 if r % 2 == 0 else -1]:
+                run = tmp / f"{name}-{r}"
+                spec = base.with_overrides(
+                    input=inp, output=str(run / "out"), checkpoint=str(run / "ckpt"),
+                    trigger="available-now",
+                )  # fmt: skip
+                secs[name].append(_timed_run(spark, replace(spec, path=base.path)))
+                if r == 0:
+                    tables[name] = _rows(spark, spec.output)
+        spark.stop()
+        kafka_s, files_s = statistics.median(secs["kafka"]), statistics.median(secs["files"])
+        out = {
+            "events": args.events,
+            "partitions": 3,
+            "rounds": args.rounds,
+            "kafka_seconds": round(kafka_s, 2),
+            "files_seconds": round(files_s, 2),
+            "kafka_events_per_s": round(args.events / kafka_s),
+            "files_events_per_s": round(args.events / files_s),
+            "ratio_kafka_over_files": round(kafka_s / files_s, 2),
+            "sessions": len(tables["files"]),
+            "same_table": tables["kafka"] == tables["files"],
+        }
+        print(
+            f"run sessions, {args.events:,} events: 3-partition topic {out['kafka_seconds']:.1f} s "
+            f"({out['kafka_events_per_s']:,} ev/s) | files {out['files_seconds']:.1f} s "
+            f"({out['files_events_per_s']:,} ev/s) | kafka/files {out['ratio_kafka_over_files']:.2f}x"
+            f" | same table: {out['same_table']}",
+            flush=True,
+        )
+        print(json.dumps(out))
+        return out
+    finally:
+        broker.down(home)
+        if old_data is None:
+            os.environ.pop("STATEKEEPER_DATA", None)
+        else:
+            os.environ["STATEKEEPER_DATA"] = old_data
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

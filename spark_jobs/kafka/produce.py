@@ -1,0 +1,91 @@
+"""``generate --out kafka://...``: put generated lines on a topic, creating it when missing.
+
+The Python client (confluent-kafka, librdkafka underneath) rather than Kafka's Java producer: the
+generator is Python, a JVM start per call would cost seconds, and librdkafka speaks every security
+protocol a real cluster asks for. Records go round-robin over the partitions by line number, so a
+call spreads evenly and the same call always lays records out the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from spark_jobs.errors import UserError
+from spark_jobs.kafka.uri import KafkaUri
+
+DEFAULT_PARTITIONS = 3
+TIMEOUT = 30.0  # seconds for topic creation and the final flush
+
+
+def _admin(bootstrap: str):  # -> AdminClient
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+
+
+def partitions(target: KafkaUri, timeout: float = TIMEOUT) -> int:
+    """The topic's partition count; 0 when it does not exist."""
+    from confluent_kafka import KafkaException
+
+    try:
+        meta = _admin(target.bootstrap).list_topics(topic=target.topic, timeout=timeout)
+    except KafkaException as exc:
+        raise UserError(f"Kafka at {target.bootstrap} does not answer: {exc}") from exc
+    t = meta.topics.get(target.topic)
+    if t is None or t.error is not None:
+        return 0
+    return len(t.partitions)
+
+
+def ensure_topic(target: KafkaUri, n: int = DEFAULT_PARTITIONS, timeout: float = TIMEOUT) -> int:
+    """Create the topic with ``n`` partitions if missing; its partition count either way."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import NewTopic
+
+    have = partitions(target, timeout)
+    if have:
+        return have
+    # replication_factor -1: the cluster's default.replication.factor (1 on the local broker)
+    admin = _admin(target.bootstrap)  # held until the result: a dropped client cancels it
+    fut = admin.create_topics([NewTopic(target.topic, n, -1)])[target.topic]
+    try:
+        fut.result(timeout)
+    except KafkaException as exc:
+        if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:  # lost a race: fine
+            raise UserError(f"cannot create topic {target}: {exc.args[0].str()}") from exc
+    return partitions(target, timeout) or n
+
+
+def produce(target: KafkaUri, lines: Iterable[str], timeout: float = TIMEOUT) -> int:
+    """Send each line as one record's value (no key); the count sent. Idempotent producer with
+    acks=all, so a retry inside the client never writes a record twice."""
+    from confluent_kafka import Producer
+
+    n_parts = ensure_topic(target)
+    errors: list[str] = []
+
+    def on_delivery(err, _msg) -> None:  # type: ignore[no-untyped-def]
+        if err is not None:
+            errors.append(err.str())
+
+    producer = Producer({
+        "bootstrap.servers": target.bootstrap, "enable.idempotence": True, "acks": "all",
+        "linger.ms": 20, "log_level": 0,
+    })  # fmt: skip
+    sent = 0
+    for i, line in enumerate(lines):
+        while True:
+            try:
+                producer.produce(
+                    target.topic, line.encode(), partition=i % n_parts, on_delivery=on_delivery
+                )
+                break
+            except BufferError:  # the local queue is full: let deliveries drain it
+                producer.poll(0.5)
+        producer.poll(0)
+        sent += 1
+    left = producer.flush(timeout)
+    if left or errors:
+        why = errors[0] if errors else f"{left} records not acknowledged within {timeout:g} s"
+        raise UserError(f"producing to {target} failed: {why}")
+    return sent

@@ -1,0 +1,106 @@
+"""Spark's Kafka source behind ``read_lines``: options from the spec, secrets kept out of logs,
+and a lost-data failure turned into one line with a fix.
+
+The spec's ``kafka_options`` are Kafka consumer properties (``security.protocol``,
+``sasl.jaas.config``, ``ssl.truststore.location``...), passed through to Spark as
+``kafka.<name>``; a value may name an environment variable as ``${NAME}`` so a secret lives in
+the deployment, not in the spec. Nothing here logs a value whose name looks secret.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import TYPE_CHECKING, Any
+
+from spark_jobs.errors import UserError
+from spark_jobs.kafka.uri import SCHEME, parse
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from spark_jobs.runtime.spec import JobSpec
+
+# Words in an option name that mark its value secret (sasl.jaas.config carries the password).
+SECRET_WORDS = ("jaas", "password", "secret", "token", "credential", "key")
+MASK = "****"
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# Spark's marks for a checkpoint whose next offsets are gone from the topic (its
+# kafka-error-conditions.json): deleted, re-created, or aged out by retention.
+DATA_LOSS_MARKS = (
+    "KAFKA_DATA_LOSS",
+    "Some data may have been lost",
+    "LOST_TOPIC_PARTITIONS_IN_END_OFFSET",
+)
+
+
+def is_secret(name: str) -> bool:
+    n = name.lower()
+    return any(w in n for w in SECRET_WORDS) and not n.endswith((".type", ".location"))
+
+
+def masked(options: dict[str, Any]) -> dict[str, Any]:
+    """The options as they may be shown: secret values replaced by ``****``."""
+    return {k: MASK if is_secret(k) else v for k, v in options.items()}
+
+
+def _expand(name: str, value: Any, where: str) -> str:
+    def env(m: re.Match[str]) -> str:
+        if m.group(1) not in os.environ:
+            raise UserError(
+                f"{where}: kafka_options.{name} needs environment variable {m.group(1)}, "
+                "which is not set"
+            )
+        return os.environ[m.group(1)]
+
+    return _ENV.sub(env, str(value))
+
+
+def consumer_options(spec: JobSpec) -> dict[str, str]:
+    """``kafka.<property>`` options for Spark, ``${ENV}`` references filled in."""
+    out = {}
+    for name, value in spec.kafka_options.items():
+        key = name if name.startswith("kafka.") else f"kafka.{name}"
+        out[key] = _expand(name, value, spec.path or f"job {spec.name}")
+    return out
+
+
+def read_lines(spark: SparkSession, spec: JobSpec, uri: str) -> DataFrame:
+    """(value, source_file) of every record of the topic; ``source_file`` is
+    ``kafka://TOPIC/PARTITION/OFFSET``. A new checkpoint starts at the earliest offsets."""
+    from pyspark.sql import functions as F
+
+    target = parse(uri)
+    reader = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", target.bootstrap)
+        .option("subscribe", target.topic)
+        .option("startingOffsets", "earliest")
+        .option("failOnDataLoss", str(spec.fail_on_data_loss).lower())
+        .options(**consumer_options(spec))
+    )
+    if spec.max_offsets_per_trigger:
+        reader = reader.option("maxOffsetsPerTrigger", spec.max_offsets_per_trigger)
+    # A null value (a tombstone) becomes an empty line, which the parse quarantines like any
+    # other line that is not an event.
+    source = F.concat(
+        F.lit(SCHEME), F.col("topic"), F.lit("/"), F.col("partition").cast("string"),
+        F.lit("/"), F.col("offset").cast("string"),
+    )  # fmt: skip
+    return reader.load().select(
+        F.coalesce(F.col("value").cast("string"), F.lit("")).alias("value"),
+        source.alias("source_file"),
+    )
+
+
+def data_loss_line(spec: JobSpec, text: str) -> str | None:
+    """The one-line failure for a topic deleted or truncated under a job; None for others."""
+    if not any(m in text for m in DATA_LOSS_MARKS):
+        return None
+    topics = ", ".join(str(parse(u)) for u in spec.inputs.values() if u.startswith(SCHEME))
+    return (
+        f"job {spec.name}: Kafka no longer holds records its checkpoint has not read yet from "
+        f"{topics} (topic deleted, re-created, or truncated by retention); nothing was written. "
+        "Fix: restore the topic's records, or accept the gap by running once with "
+        f"fail_on_data_loss: false in {spec.path or 'the spec'}, or start a new checkpoint"
+    )
