@@ -31,6 +31,13 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--full", action="store_true", help="validate the whole table (backfills, first runs)"
     )
+    p.add_argument(
+        "--engine",
+        choices=("auto", "pandas", "spark"),
+        default="auto",
+        help="auto (default): pandas without a JVM up to the spec's quality.pandas_max_rows "
+        "(1,000,000) rows to validate, Spark above",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_quality)
 
@@ -42,7 +49,7 @@ def cmd_quality(args: argparse.Namespace) -> int:
     from spark_jobs.quality.runner import run_quality
 
     try:
-        result = run_quality(spec, table=args.table, full=args.full)
+        result = run_quality(spec, table=args.table, full=args.full, engine=args.engine)
     except UserError:
         raise
     except Exception as exc:  # Spark/GX failures: one line, exit 2, nothing written

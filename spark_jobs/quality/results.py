@@ -10,7 +10,7 @@ import json
 import math
 import statistics
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from spark_jobs.runtime import paths
@@ -85,29 +85,27 @@ def format_observed(value: Any, limit: int = 120) -> str:
 class History:
     """What earlier runs recorded for one results table (empty when there is none yet).
 
-    Read once per quality run (one small Spark job): per (table, suite, run) the versions,
-    run time, mode and row count.
+    Read once per quality run with ``deltalake`` (no Spark, so small runs need no JVM): per
+    (table, suite, run) the versions, run time, mode and row count.
     """
 
-    def __init__(self, spark: Any, uri: str) -> None:
+    def __init__(self, uri: str) -> None:
         from spark_jobs.quality.incremental import is_delta_table
 
         self.uri = uri
         self.runs: list[dict[str, Any]] = []
         if is_delta_table(uri):
-            from pyspark.sql import functions as F
+            from deltalake import DeltaTable
 
+            from spark_jobs.quality.local import naive_local
+
+            cols = ["table_uri", "suite", "run_id", "mode", "version_to", "run_time", "rows"]
+            df = naive_local(DeltaTable(uri).to_pyarrow_table(columns=cols).to_pandas())
+            runs = df.groupby(["table_uri", "suite", "run_id", "mode"], dropna=False).agg(
+                version_to=("version_to", "max"), run_time=("run_time", "max"), rows=("rows", "max")
+            )
             self.runs = [
-                r.asDict()
-                for r in spark.read.format("delta")
-                .load(uri)
-                .groupBy("table_uri", "suite", "run_id", "mode")
-                .agg(
-                    F.max("version_to").alias("version_to"),
-                    F.max("run_time").alias("run_time"),
-                    F.max("rows").alias("rows"),
-                )
-                .collect()
+                {k: _plain(v) for k, v in r.items()} for r in runs.reset_index().to_dict("records")
             ]
 
     def _of(self, table_uri: str, suite: str) -> list[dict[str, Any]]:
@@ -148,13 +146,43 @@ def volume_bounds(trailing: list[int], options: dict[str, float]) -> tuple[int, 
     )
 
 
-def append(spark: Any, output: str, rows: list[ResultRow]) -> str:
-    """Append a run's rows to the results table (created on first use); returns its URI."""
+def _plain(value: Any) -> Any:
+    """pandas' missing values and numpy scalars as Python's None and numbers."""
+    import pandas as pd
+
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return None
+    if hasattr(value, "to_pydatetime"):
+        return value.to_pydatetime()
+    return value.item() if hasattr(value, "item") else value
+
+
+def _arrow_schema() -> Any:
+    import pyarrow as pa
+
+    types = {
+        "string": pa.string(),
+        "bigint": pa.int64(),
+        "boolean": pa.bool_(),
+        "timestamp": pa.timestamp("us", tz="UTC"),  # Delta's timestamp (Spark's TimestampType)
+    }
+    return pa.schema(
+        [(n, types[t]) for n, t in (c.split(" ", 1) for c in RESULTS_SCHEMA.split(", "))]
+    )
+
+
+def append(output: str, rows: list[ResultRow]) -> str:
+    """Append a run's rows to the results table (created on first use) with ``deltalake``, so
+    both engines record alike and no JVM is needed; returns its URI."""
     uri = results_uri(output)
     if not rows:
         return uri
-    data = [tuple(asdict(r).values()) for r in rows]
-    spark.createDataFrame(data, schema=RESULTS_SCHEMA).write.format("delta").mode("append").save(
-        uri
-    )
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    schema = _arrow_schema()
+    data = {n: [getattr(r, n) for r in rows] for n in schema.names}
+    # run_time is naive local time (as Spark collects timestamps); Delta stores UTC instants.
+    data["run_time"] = [t.astimezone(UTC) for t in data["run_time"]]
+    write_deltalake(uri, pa.Table.from_pydict(data, schema=schema), mode="append")
     return uri

@@ -26,7 +26,7 @@ from typing import Any
 
 from spark_jobs.errors import UserError
 from spark_jobs.io import tables
-from spark_jobs.quality import incremental, results
+from spark_jobs.quality import incremental, local, results
 from spark_jobs.quality.suites import (
     P_FRESHNESS_FLOOR,
     P_QUARANTINE_MAX,
@@ -42,6 +42,9 @@ from spark_jobs.runtime import paths, progress
 from spark_jobs.runtime.durations import parse_seconds
 
 DATASOURCE = "statekeeper"
+DATASOURCE_PANDAS = "statekeeper_pandas"
+# Checked against the Delta schema on the pandas engine: pandas dtypes are not Spark's types.
+TYPE_CHECK = "expect_column_values_to_be_of_type"
 BATCH_DEFINITION = "new_rows"
 DOCS_SITE = "local_site"
 LABEL_KEY = "statekeeper_check"
@@ -61,6 +64,7 @@ class QualityResult:
     results_table: str = ""
     note: str = ""
     seconds: float = 0.0
+    engine: str = ""
 
     @property
     def failures(self) -> list[results.ResultRow]:
@@ -93,6 +97,7 @@ class QualityResult:
             "results_table": self.results_table,
             "note": self.note,
             "seconds": self.seconds,
+            "engine": self.engine,
             "results": [r.to_dict() for r in self.rows],
         }
 
@@ -112,7 +117,8 @@ class QualityResult:
                 lines.append(f"  {r.severity:<8} {r.status.upper() if r.status != 'pass' else 'pass':<6} "
                              f"{r.check[:46]:<46} {r.observed[:28]:<28} {unexpected}")  # fmt: skip
         counts = f"{len(self.failures)} fail, {len(self.warnings)} warn, {len(self.rows)} checks"
-        lines.append(f"result: {self.status.upper()} ({counts}) in {self.seconds:.1f}s")
+        engine = f" on {self.engine}" if self.engine else ""
+        lines.append(f"result: {self.status.upper()} ({counts}) in {self.seconds:.1f}s{engine}")
         if self.note:
             lines.append(f"note: {self.note}")
         if self.rows:
@@ -122,11 +128,17 @@ class QualityResult:
 
 
 def run_quality(
-    spec: Any, table: str | None = None, full: bool = False, spark: Any = None
+    spec: Any,
+    table: str | None = None,
+    full: bool = False,
+    spark: Any = None,
+    engine: str = "auto",
 ) -> QualityResult:
     """Validate the versions of ``spec``'s output written since the last validated one.
 
     ``table`` overrides the spec's output URI; ``full`` validates the whole table (backfills).
+    ``engine``: ``pandas`` (deltalake + GX's pandas engine, no JVM), ``spark``, or ``auto``:
+    pandas up to ``local.max_rows(spec)`` rows to validate, Spark above.
     Raises UserError (exit code 2) when the checks cannot run: no table, no suite, a bad suite.
     """
     started = time.time()
@@ -136,22 +148,25 @@ def run_quality(
         raise UserError(
             f"no Delta table at {uri}; run `python -m spark_jobs run {spec.name}` first or pass --table URI"
         )
-    if spark is None:
-        from spark_jobs.runtime.session import build_session
-
-        spark = build_session(f"statekeeper-quality-{spec.name}")
     run_time = datetime.now()
     run_id = f"{run_time:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
     out = QualityResult(spec.name, uri, run_id, run_time, results_table=results.results_uri(uri))
-    history = results.History(spark, out.results_table)
+    history = results.History(out.results_table)
     quarantine_uri = paths.join(uri, paths.QUARANTINE_TABLE)
+    last_main = history.last_version(uri, suite.name)
+    last_quar = history.last_version(quarantine_uri, suite.quarantine_name)
+    out.engine = _engine(engine, spec, ((uri, last_main), (quarantine_uri, last_quar)), full)
+    if out.engine == "spark" and spark is None:
+        from spark_jobs.runtime.session import build_session
 
-    main = incremental.read_slice(
-        spark, uri, history.last_version(uri, suite.name), tables.KEYS[spec.name],
-        upsert=spec.output_mode == "update", full=full,
-    )  # fmt: skip
+        spark = build_session(f"statekeeper-quality-{spec.name}")
+    keys, upsert = tables.KEYS[spec.name], spec.output_mode == "update"
+    if out.engine == "pandas":
+        main = local.read_slice(uri, last_main, keys, upsert=upsert, full=full)
+    else:
+        main = incremental.read_slice(spark, uri, last_main, keys, upsert=upsert, full=full)
     quar = _quarantine_slice(
-        spark, quarantine_uri, history.last_version(quarantine_uri, suite.quarantine_name), full
+        spark if out.engine == "spark" else None, quarantine_uri, last_quar, full
     )
     if quar is None:
         out.note = f"no quarantine table at {quarantine_uri}: quarantine checks skipped"
@@ -174,8 +189,9 @@ def run_quality(
         if not checks:
             continue
         rows = _validate(
-            ctx, name, checks, sl, params["values"], spec, run_id, run_time, suite.samples
-        )
+            ctx, name, checks, sl, params["values"], spec, run_id, run_time, suite.samples,
+            out.engine,
+        )  # fmt: skip
         batch_rows = _batch_rows(rows)
         read = params["read"]
         for r in rows:
@@ -197,24 +213,45 @@ def run_quality(
             }
         )
     out.docs = _docs_url(ctx)
-    results.append(spark, uri, out.rows)
+    results.append(uri, out.rows)
     out.seconds = round(time.time() - started, 2)
     return out
+
+
+def _engine(
+    engine: str, spec: Any, tables_and_last: tuple[tuple[str, int | None], ...], full: bool
+) -> str:
+    """``engine`` unless ``auto``: then pandas when the log says the rows to validate are few."""
+    if engine not in local.ENGINES:
+        raise UserError(f"engine must be one of {', '.join(local.ENGINES)}, not {engine!r}")
+    if engine != "auto":
+        return engine
+    total = 0
+    for uri, last in tables_and_last:
+        if incremental.is_delta_table(uri):
+            n = local.added_rows(uri, last, full)
+            if n is None:
+                return "spark"
+            total += n
+    return "pandas" if total <= local.max_rows(spec) else "spark"
 
 
 def _quarantine_slice(
     spark: Any, uri: str, last: int | None, full: bool
 ) -> incremental.Slice | None:
+    """The quarantine rows to validate; ``spark`` None: read with deltalake (pandas engine)."""
     if not incremental.is_delta_table(uri):
         return (
             None  # nothing was ever quarantined (the job writes the table on its first bad record)
         )
-    sl = incremental.read_slice(spark, uri, last, (), upsert=False, full=full)
+    if spark is None:
+        sl = local.read_slice(uri, last, (), upsert=False, full=full)
+    else:
+        sl = incremental.read_slice(spark, uri, last, (), upsert=False, full=full)
     if sl is None:  # nothing quarantined since: the rate is 0 for this run
         assert last is not None
-        return incremental.Slice(
-            incremental.empty_quarantine(spark), uri, last, last, "nothing new"
-        )
+        empty = local.empty_quarantine() if spark is None else incremental.empty_quarantine(spark)
+        return incremental.Slice(empty, uri, last, last, "nothing new")
     return sl
 
 
@@ -361,16 +398,22 @@ def _expectation(check: Check) -> Any:
 
 
 def _validate(
-    ctx, name, checks, sl, values, spec, run_id, run_time, samples: int = 0
+    ctx, name, checks, sl, values, spec, run_id, run_time, samples: int = 0, engine: str = "spark"
 ) -> list[results.ResultRow]:
-    """One GX checkpoint run of ``checks`` on the slice's DataFrame (cached: one scan)."""
+    """One GX checkpoint run of ``checks`` on the slice's DataFrame (Spark: cached, one scan;
+    pandas: type checks read from the Delta schema, the rest by GX's pandas engine)."""
     import great_expectations as gx
     from great_expectations.core.run_identifier import RunIdentifier
-    from pyspark import StorageLevel
 
-    # persist=False: this module caches the batch itself and releases it after the run (GX's own
-    # persist is never undone, which piles up cached tables in a long-lived session).
-    source = ctx.data_sources.add_or_update_spark(name=DATASOURCE, persist=False)
+    all_checks, typed = list(checks), []
+    if engine == "pandas":
+        typed = _type_rows(checks, sl, spec, run_id, run_time, name)
+        checks = [c for c in checks if c.expectation != TYPE_CHECK]
+        source = ctx.data_sources.add_or_update_pandas(name=DATASOURCE_PANDAS)
+    else:
+        # persist=False: this module caches the batch itself and releases it after the run
+        # (GX's own persist is never undone: cached tables pile up in a long-lived session).
+        source = ctx.data_sources.add_or_update_spark(name=DATASOURCE, persist=False)
     try:
         asset = source.get_asset(name)
     except LookupError:
@@ -396,7 +439,12 @@ def _validate(
             result_format={"result_format": "BASIC", "partial_unexpected_count": samples},
         )
     )
-    df = sl.df.persist(StorageLevel.MEMORY_AND_DISK)
+    if engine == "pandas":
+        df = sl.df
+    else:
+        from pyspark import StorageLevel
+
+        df = sl.df.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         result = checkpoint.run(
             batch_parameters={"dataframe": df},
@@ -404,9 +452,10 @@ def _validate(
             run_id=RunIdentifier(run_name=run_id, run_time=run_time),
         )
     finally:
-        df.unpersist()
+        if engine != "pandas":
+            df.unpersist()
     by_label = {c.label: c for c in checks}
-    rows: list[results.ResultRow] = []
+    rows: list[results.ResultRow] = list(typed)
     for vr in result.run_results.values():
         for r in vr.results:
             cfg = r.expectation_config
@@ -437,8 +486,27 @@ def _validate(
                     rows=None, details=json.dumps(details, default=str) if details else "",
                 )
             )  # fmt: skip
-    order = {c.label: i for i, c in enumerate(checks)}
+    order = {c.label: i for i, c in enumerate(all_checks)}
     rows.sort(key=lambda x: order.get(x.check, len(order)))
+    return rows
+
+
+def _type_rows(checks, sl, spec, run_id, run_time, name) -> list[results.ResultRow]:
+    """Column type checks against the Delta schema, reported as Spark's engine reports them."""
+    types = local.column_types(sl.uri)
+    rows = []
+    for c in checks:
+        if c.expectation != TYPE_CHECK:
+            continue
+        observed = types.get(str(c.kwargs["column"]))
+        ok = observed == c.kwargs["type_"]
+        rows.append(results.ResultRow(
+            run_id=run_id, run_time=run_time, job=spec.name, table_uri=sl.uri, suite=name,
+            version_from=sl.version_from, version_to=sl.version_to, mode=sl.mode, check=c.label,
+            expectation=c.expectation, column_name=c.column, severity=c.severity, success=ok,
+            status=results.status_of(ok, c.severity), observed=results.format_observed(observed),
+            unexpected_count=None, element_count=None, rows=None, details="",
+        ))  # fmt: skip
     return rows
 
 

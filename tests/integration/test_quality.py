@@ -238,7 +238,7 @@ def test_stale_data_volume_spike_and_quarantine_spike(spark, tmp_path):
                               0, 0, "incremental", "volume: new rows vs trailing runs",
                               "expect_table_row_count_to_be_between", None, "warn", True, "pass",
                               "4", None, None, 4, "") for i in range(3)]  # fmt: skip
-    results.append(spark, str(out), past)
+    results.append(str(out), past)
 
     write(spark, job, out, [clean_row(job, i) for i in range(10, 40)])  # 30 rows: 7.5x the median
     quarantine(spark, out, 12)  # 12 bad of 100 read: 12% > 5%
