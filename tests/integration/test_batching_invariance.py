@@ -29,13 +29,14 @@ import pytest
 from invariance import JOBS, Landing, cut, event_time, extras, pool, run_all
 from jobkit import rows
 
+from spark_jobs.publish import publish_rows, refusal
 from spark_jobs.runtime.spec import load_spec
 
 pytestmark = pytest.mark.integration
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-SCENARIOS = ("a", "b", "c")
+SCENARIOS = ("a", "b", "c")  # and "bf", the backfill of (b)
 
 
 def _commits(root: Path) -> int:
@@ -98,6 +99,19 @@ def outcome(spark, tmp_path_factory):
     for k in range(3):
         step("b", {j: b[j][2 * k : 2 * k + 2] for j in JOBS})
     step("b", tail)
+    # a backfill of (b)'s whole input (one staged run on a new checkpoint), published "replace"
+    # into (b)'s live table
+    for j in JOBS:
+        land["bf", j] = Landing(base / "bf" / j)
+        land["bf", j].root.mkdir(parents=True)
+        (land["bf", j].root / "land").symlink_to(land["b", j].root / "land")
+    run_all([(j, land["bf", j].root) for j in JOBS], spark)
+    live_before = {j: rows(spark, str(land["b", j].root / "out")) for j in JOBS}
+    staged = {j: rows(spark, str(land["bf", j].root / "out")) for j in JOBS}
+    for j in JOBS:
+        if refusal(j, "replace") is None:
+            publish_rows(spark, j, str(land["bf", j].root / "out"), str(land["b", j].root / "out"),
+                         "replace", f"invariance-{j}")  # fmt: skip
     # (c) cut differently; the second arrival's run is killed mid-run, then run again
     c = {j: cut(data[j][0], 6, data[j][3] / 2, rng) for j in JOBS}
     step("c", {j: c[j][0:2] for j in JOBS})
@@ -118,7 +132,10 @@ def outcome(spark, tmp_path_factory):
                 rows(spark, str(out)),
                 Counter((r.raw_line, r.reason) for r in q.select("raw_line", "reason").collect()),
             )
-    return {"tables": tables, "data": data, "killed_at": killed_at}
+    backfill = {
+        j: (staged[j], live_before[j], rows(spark, str(land["b", j].root / "out"))) for j in JOBS
+    }
+    return {"tables": tables, "data": data, "killed_at": killed_at, "backfill": backfill}
 
 
 @pytest.mark.parametrize("job", JOBS)
@@ -129,6 +146,17 @@ def test_same_tables_however_the_events_were_split(outcome, job):
     assert out_b == out_a, f"{job}: three arrivals differ from one"
     assert out_c == out_a, f"{job}: a killed and repeated run differs from one arrival"
     assert q_b == q_a and q_c == q_a, f"{job}: quarantine differs"
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_a_backfill_of_the_same_input_publishes_the_live_rows(outcome, job):
+    """CONTRACTS §3: a backfill over the same input gives the rows the live runs gave; published
+    with "replace" (refused for user_counts' lifetime totals) it leaves the live table as it was."""
+    staged, live_before, live_after = outcome["backfill"][job]
+    assert staged and staged == live_before, (
+        f"{job}: the backfill's rows differ from the live runs'"
+    )
+    assert live_after == live_before, f"{job}: publishing the same rows changed the live table"
 
 
 def test_the_kill_landed_mid_run(outcome):
