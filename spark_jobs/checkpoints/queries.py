@@ -1,7 +1,8 @@
 """Putting a job's streaming queries back to an earlier batch without losing or repeating a row.
 
-A job has one checkpoint per streaming query (its own, and ``_statekeeper/quarantine`` for the
-quarantine query), each writing one Delta table exactly once per (query id, batch id). Bringing
+A job's one streaming query writes its output and quarantine tables, each exactly once per
+(query id, batch id); checkpoints of earlier releases may also hold ``_statekeeper/quarantine``,
+a quarantine query of its own. Bringing
 a query back to batch N (restore, rollback) and re-running it is safe only if the table forgets
 batches after N as well, and the query gets a new id: Delta skips a (query id, batch id) it has
 committed, and a re-planned batch rarely holds what the original held, so with the old id those
@@ -32,9 +33,12 @@ MAIN = ""
 QUARANTINE = f"{paths.STATEKEEPER_DIR}/{paths.QUARANTINE_CHECKPOINT}"
 
 
-def job_tables(output: str) -> dict[str, str]:
-    """The table each query checkpoint writes, given the job's output table."""
-    return {MAIN: output, QUARANTINE: paths.quarantine_table(output)}
+def job_tables(output: str) -> dict[str, list[str]]:
+    """The tables each query checkpoint writes, given the job's output table: the job's one
+    query writes its output and its quarantine under its query id (``spark_jobs.io.sinks``); a
+    quarantine query's own checkpoint is left by releases before that, and wrote the quarantine."""
+    quarantine = paths.quarantine_table(output)
+    return {MAIN: [output, quarantine], QUARANTINE: [quarantine]}
 
 
 @dataclass
@@ -54,13 +58,13 @@ class QueryReset:
 
 
 def plan_resets(
-    ck: Path, tables: dict[str, str], batches: dict[str, int] | None = None
+    ck: Path, tables: dict[str, list[str]], batches: dict[str, int] | None = None
 ) -> list[QueryReset]:
-    """One reset per query checkpoint present under ``ck`` (a checkpoint folder as it will be
-    run: restored or rolled back). ``batches`` overrides the batch a query goes back to (default:
-    its last committed one)."""
+    """One reset per table of each query checkpoint present under ``ck`` (a checkpoint folder as
+    it will be run: restored or rolled back); a query's tables share its one new id. ``batches``
+    overrides the batch a query goes back to (default: its last committed one)."""
     out = []
-    for rel, table in tables.items():
+    for rel, written in tables.items():
         qck = ck / rel if rel else ck
         if not (qck / "metadata").is_file():
             continue
@@ -68,8 +72,10 @@ def plan_resets(
         batch = (batches or {}).get(rel, lay.last_committed)
         if lay.query_id is None or batch is None:
             continue  # never committed a batch: nothing of it is in the table
-        version, _log = delta_txn.version_before_batch(table, lay.query_id, batch)
-        out.append(QueryReset(rel, table, lay.query_id, batch, version, str(uuid.uuid4())))
+        new_id = str(uuid.uuid4())
+        for table in written:
+            version, _log = delta_txn.version_before_batch(table, lay.query_id, batch)
+            out.append(QueryReset(rel, table, lay.query_id, batch, version, new_id))
     return out
 
 
@@ -95,7 +101,7 @@ def restore_tables(resets: list[QueryReset], spark: Any = None) -> None:
 
 def set_query_ids(ck: Path, resets: list[QueryReset], aside: Path | None = None) -> None:
     """Write each query's new id into its ``metadata`` (the old one moved under ``aside``)."""
-    for r in resets:
+    for r in {r.checkpoint: r for r in resets}.values():  # one id per query, however many tables
         qck = ck / r.checkpoint if r.checkpoint else ck
         if aside is not None:
             keep = aside / r.checkpoint if r.checkpoint else aside
@@ -145,7 +151,7 @@ def check_pending(checkpoint: str) -> None:
     )
 
 
-def tables_for(target: Any, output: str | None, command: str) -> dict[str, str]:
+def tables_for(target: Any, output: str | None, command: str) -> dict[str, list[str]]:
     """The tables of a target's queries, from ``--output`` or the job's spec; else refused."""
     out = output or getattr(target.spec, "output", None)
     if not out:

@@ -73,8 +73,9 @@ def rollback(
 ) -> dict[str, Any]:
     """Make ``to_batch`` the job query's last committed batch. By default its output table goes
     back to before the batches after it and the checkpoint gets a new query id (``queries``);
-    ``keep_tables`` moves only the checkpoint's files. The quarantine query is not rolled back:
-    it has kept every bad record once already."""
+    ``keep_tables`` moves only the checkpoint's files. The job's query writes its output and
+    quarantine, so both go back; a separate quarantine query of an earlier release is not rolled
+    back: it has kept every bad record once already."""
     ck = local_checkpoint(target, "rollback")
     tables = {} if keep_tables else queries.tables_for(target, output, "rollback")
     tables = {k: v for k, v in tables.items() if k == queries.MAIN}
