@@ -32,7 +32,8 @@ from jobkit import rows
 from spark_jobs.publish import publish_rows, refusal
 from spark_jobs.runtime.spec import load_spec
 
-pytestmark = pytest.mark.integration
+# The harness is one module-scoped fixture: ~10 runs of seven jobs and a killed child process.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(3000)]
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
