@@ -65,21 +65,22 @@ def make_update(gap_ms: int, threshold: int):
         due, held = ordered.release_rows([tuple(h) for h in held], new, wm)
         prev = logic.Failures.from_tuple(run) if run else None
         rows, st, deadline = logic.update(key[0], due, prev, gap_ms, threshold)
-        if st is not None and deadline is not None and deadline < wm:
+        over = st is not None and deadline is not None and deadline < wm
+        if over:
             st, deadline = None, None  # the run is over: any later failure would reset it
         timeouts = [d for d in (deadline, min((h[0] for h in held), default=None)) if d]
-        had = state.exists
-        if st is None and not held:
+        had, kept = state.exists, st is not None or bool(held)
+        if not kept:
             state.remove()
         else:
             state.update((codec.encode((st.to_tuple() if st else None, held)),))
             state.setTimeoutTimestamp(max(min(timeouts), wm + 1))
         yield from emit_alerts(rows)
-        gone = had and st is None and not held
-        timed_out = gone and not new and not due  # only the clock moved: the run expired
-        yield key_metrics.frame("fraud_alerts", int(not gone) - int(had),
-                                int(not gone and bool(new or due)), int(gone and not timed_out),
-                                int(timed_out))  # fmt: skip
+        gone = had and not kept
+        # counted as the bucket executor counts: a run the watermark ended expired, a reset removed
+        yield key_metrics.frame("fraud_alerts", int(kept) - int(had),
+                                int(kept and bool(new or due)), int(gone and not over),
+                                int(gone and over))  # fmt: skip
 
     return update_failures
 

@@ -38,7 +38,8 @@ class RunSummary:
     batches: int = 0
     input_rows: int = 0
     dropped_by_watermark: int = 0
-    state_rows: int = 0
+    state_rows: int = 0  # Spark's state rows (hash buckets for the batched executor)
+    state_keys: int | None = None  # user keys held after the run (arbitrary-state jobs)
     rows_written: int = 0
     quarantined: int = 0
     output_version: int | None = None
@@ -364,6 +365,8 @@ def summarise(
         ops = rec.get("stateOperators") or []
         s.dropped_by_watermark += sum(int(o.get("numRowsDroppedByWatermark") or 0) for o in ops)
         s.state_rows = sum(int(o.get("numRowsTotal") or 0) for o in ops)
+        if isinstance(rec.get("keys"), dict):
+            s.state_keys = int(rec["keys"].get("total") or 0)
     s.rows_written, s.output_version = sinks.rows_written_after(
         spec.output, before.get(spec.output)
     )

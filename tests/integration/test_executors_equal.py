@@ -12,6 +12,7 @@ import pytest
 from spark_jobs.checkpoints.inspect import state_rows
 from spark_jobs.generate import generate
 from spark_jobs.jobs.runner import run_job
+from spark_jobs.runtime.progress import read_progress
 from spark_jobs.runtime.spec import load_spec
 
 pytestmark = pytest.mark.integration
@@ -37,6 +38,13 @@ def _rows(spark, uri: str) -> list[tuple]:
     return sorted(tuple(tuple(v) if isinstance(v, list) else v for v in r) for r in df.collect())
 
 
+def _keys(checkpoint: str) -> list[tuple[int, dict]]:
+    records = [(r["batchId"], r.get("keys")) for r in read_progress(checkpoint)]
+    assert records and all(k is not None for _, k in records), "a batch without key metrics"
+    assert any(k["expired"] for _, k in records) and any(k["updated"] for _, k in records)
+    return records
+
+
 @pytest.mark.parametrize("job", ["sessions", "fraud_alerts"])
 def test_executors_give_identical_rows(spark, tmp_path, job):
     per_key, batched = _spec(job, tmp_path, "per-key"), _spec(job, tmp_path, "batched")
@@ -60,4 +68,8 @@ def test_executors_give_identical_rows(spark, tmp_path, job):
         (bucketed,) = state_rows(batched.checkpoint)
         assert bucketed["keys"] == a.state_rows > 0 and bucketed["rows"] == b.state_rows <= 8
         assert 0 < max(bucketed["keys_per_bucket"]) <= bucketed["keys"]
+        # key-level metrics (CONTRACTS §4): the buckets count the keys the per-key store holds,
+        # batch by batch, and the same changes
+        assert a.state_keys == b.state_keys == bucketed["keys"]
+        assert _keys(per_key.checkpoint) == _keys(batched.checkpoint)
     assert len(expected) > 10 and a.dropped_by_watermark > 0
