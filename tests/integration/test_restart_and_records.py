@@ -1,11 +1,11 @@
-"""State survives restarts (two available-now runs on split input equal one run on all of it),
-every job terminates under available-now, bad records are quarantined with exact counts, late
-events are dropped and counted, and a checkpoint refuses a spec it was not written with."""
+"""Bad records are quarantined with exact counts, late events are dropped and counted, and a
+checkpoint refuses a spec it was not written with. (That split input gives the tables of one run,
+for every job, is test_batching_invariance.py.)"""
 
 import json
 
 import pytest
-from jobkit import job_spec, rows
+from jobkit import job_spec
 
 from spark_jobs.errors import LockHeld, UserError
 from spark_jobs.generate import generate
@@ -13,42 +13,6 @@ from spark_jobs.jobs.runner import run_job
 from spark_jobs.runtime.lock import JobLock
 
 pytestmark = pytest.mark.integration
-
-ORDER = {
-    "sessions": ["session_id"],
-    "fraud_alerts": ["user_id", "alert_time"],
-    "service_health": ["service", "alert_time", "status"],
-    "user_counts": ["user_id"],
-    "windowed_counts": ["window_start", "event_type"],
-    "dedup_events": ["event_id"],
-    "order_payments": ["order_id"],
-}
-KEYS = {"service-logs": 6, "auth": 15}
-
-
-def land(tmp, job, call, seed=11, **kw):
-    from spark_jobs.runtime.spec import load_spec
-
-    for kind in load_spec(job).kinds:
-        generate(
-            kind, str(tmp / "land" / kind), 400, keys=KEYS.get(kind, 40), seed=seed + call, **kw
-        )
-
-
-@pytest.mark.parametrize("job", list(ORDER))
-def test_two_runs_on_split_input_equal_one_run(spark, tmp_path, job):
-    split, whole = tmp_path / "split", tmp_path / "whole"
-    land(split, job, 0)
-    first = run_job(job_spec(job, split), spark=spark)
-    land(split, job, 1)
-    second = run_job(job_spec(job, split), spark=spark)
-    land(whole, job, 0)
-    land(whole, job, 1)
-    run_job(job_spec(job, whole), spark=spark)
-    expected = rows(spark, str(whole / "out"), ORDER[job])
-    assert expected, "the whole-input run wrote nothing: the comparison would prove nothing"
-    assert rows(spark, str(split / "out"), ORDER[job]) == expected
-    assert first.batches >= 1 and second.batches >= 1  # both runs ended by themselves
 
 
 def test_bad_records_are_quarantined_with_the_generated_counts(spark, tmp_path):
