@@ -103,13 +103,17 @@ def find_snapshot(root: str, snap_id: str | None) -> dict[str, Any]:
     raise UserError(f"no snapshot {snap_id!r} in {root}; list them with: checkpoint snapshots")
 
 
-def take_snapshot(target: Target, dry_run: bool = False) -> dict[str, Any]:
-    """Copy ``target.checkpoint`` into the store under the job's lock; returns the manifest summary."""
+def take_snapshot(target: Target, dry_run: bool = False, locked: bool = False) -> dict[str, Any]:
+    """Copy ``target.checkpoint`` into the store under the job's lock; returns the manifest summary.
+
+    ``locked``: the caller already holds the job's lock (an flock cannot be taken twice)."""
+    from contextlib import nullcontext
+
     from spark_jobs.checkpoints.validate import validate_checkpoint
 
     started = time.perf_counter()
     with (
-        JobLock(target.checkpoint, job=target.job, purpose="snapshot"),
+        nullcontext() if locked else JobLock(target.checkpoint, job=target.job, purpose="snapshot"),
         store_lock(target.snapshot_root),
     ):
         lay = read_layout(target.checkpoint)

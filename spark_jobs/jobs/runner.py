@@ -101,6 +101,7 @@ def run_job(
 ) -> RunSummary:
     """Run ``spec`` until its trigger says stop (available-now) or ``run_for`` seconds pass."""
     module = job_module(spec.name)
+    spec = binding.adopt_repartition(spec)
     with JobLock(spec.checkpoint, job=spec.name, purpose="run"):
         precheck(spec)
         from spark_jobs.runtime.session import build_session
