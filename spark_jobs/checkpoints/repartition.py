@@ -166,14 +166,22 @@ def _spark_repartition(target: Target, ck: Path, partitions: int, spark: Any) ->
     spark = spark or build_session(f"statekeeper-repartition-{target.job}", conf=confs)
     for k, v in confs.items():
         spark.conf.set(k, v)
+    # The state stores report to the StateStoreCoordinator, which only exists once the session's
+    # StreamingQueryManager does: a fresh session (the CLI's) must create it first.
+    spark.streams.active  # noqa: B018
     try:
         spark._streamingCheckpointManager.repartition(str(ck), partitions)
     except Exception as exc:  # Spark's reason, one line (the caller puts the copy back)
-        from spark_jobs.jobs.runner import _one_line
-
         raise UserError(
-            f"Spark could not repartition {target.checkpoint}: {_one_line(exc)}; checkpoint unchanged"
+            f"Spark could not repartition {target.checkpoint}: {_java_reason(exc)}; checkpoint unchanged"
         ) from exc
+
+
+def _java_reason(exc: BaseException) -> str:
+    """The JVM exception's first line (a Py4JJavaError's own text only names the call)."""
+    java = getattr(exc, "java_exception", None)
+    text = str(java.toString()) if java is not None else str(exc)
+    return (text.strip().splitlines() or [type(exc).__name__])[0][:400]
 
 
 def _drop_partitions_above(ck: Path, partitions: int) -> None:
