@@ -11,7 +11,7 @@ export STATEKEEPER_HOME := $(CURDIR)
 export PYTHONPATH := $(CURDIR):$(CURDIR)/plugins
 
 .DEFAULT_GOAL := help
-.PHONY: help setup jars browser lock demo test test-unit test-fast lint format bench airflow env clean
+.PHONY: help setup jars browser lock demo test test-unit test-fast lint format bench airflow env cluster cluster-down clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -65,6 +65,12 @@ airflow: setup ## the Airflow UI on http://localhost:8080 (standalone; login pri
 
 env: ## write .env with random secrets for docker-compose (once; never overwrites)
 	python3 scripts/make_env.py
+
+cluster: setup ## a Spark master + two workers on 127.0.0.1 (pyspark's spark-class); prints the spark:// URL
+	$(PY) -m scripts.cluster up
+
+cluster-down: ## stop the cluster `make cluster` started
+	$(PY) -m scripts.cluster down
 
 clean: ## remove generated data (not the venv or caches)
 	rm -rf .data tests/_output

@@ -1,5 +1,5 @@
 """``python -m spark_jobs checkpoint (inspect | validate | snapshot | snapshots | prune | restore |
-rollback)``: every command takes ``--job JOB`` (the spec's checkpoint) or ``--checkpoint URI``."""
+rollback | repartition)``: every command takes ``--job JOB`` (the spec's checkpoint) or ``--checkpoint URI``."""
 
 from __future__ import annotations
 
@@ -161,6 +161,26 @@ def _add_table_args(sp: argparse.ArgumentParser) -> None:
     )
 
 
+def cmd_repartition(args: argparse.Namespace) -> int:
+    from spark_jobs.checkpoints.repartition import plan, repartition
+
+    t = _target(args)
+    if t.spec is None:
+        raise UserError("repartition needs the job: checkpoint repartition JOB --partitions N")
+    if args.dry_run:
+        p = plan(t, args.partitions)
+        text = f"would repartition {p['checkpoint']} from {p['from']} to {p['to']} partitions ({', '.join(p['operators'])}) after batch {p['last_committed_batch']}"
+        _emit(args, p, text)
+        return 0
+    r = repartition(t, args.partitions)
+    text = (
+        f"repartitioned {r['checkpoint']} from {r['from']} to {r['to']} partitions in {r['seconds']}s "
+        f"(batch {r['last_committed_batch']}); snapshot before: {r['snapshot']}; the job's next runs use {r['to']}"
+    )
+    _emit(args, r, text)
+    return 0
+
+
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "checkpoint", help="inspect, validate, snapshot, prune, restore, roll back checkpoints"
@@ -230,6 +250,13 @@ def register(subparsers: Any) -> None:
     sp.add_argument("--to-batch", type=int, required=True, metavar="N")
     _add_table_args(sp)
     sp.add_argument("--dry-run", action="store_true")
+    sp = add(
+        "repartition",
+        cmd_repartition,
+        "rescale a stopped job's state to N partitions (snapshot first; unchanged on failure)",
+    )
+    sp.add_argument("--partitions", type=int, required=True, metavar="N")
+    sp.add_argument("--dry-run", action="store_true", help="check and say what would happen")
 
 
 __all__ = ["register", "UserError"]

@@ -75,6 +75,7 @@ def inspect_checkpoint(checkpoint: str, layout: Layout | None = None) -> dict[st
         "watermark_ms": last_meta.get("batchWatermarkMs"),
         "batch_time": _iso(last_meta.get("batchTimestampMs")),
         "pinned_conf": {k: pinned[k] for k in PINNED_SHOWN if k in pinned},
+        "repartitions": _repartitions(checkpoint),
         "operators": operators,
         "recovery_window": window,
         "sources": lay.source_logs,
@@ -149,6 +150,17 @@ def _size(n: int) -> str:
     return str(n)
 
 
+def _repartitions(checkpoint: str) -> list[dict[str, Any]]:
+    """``checkpoint repartition`` history from the checkpoint's binding (none when unreadable)."""
+    from spark_jobs.errors import UserError
+    from spark_jobs.runtime.binding import read_binding
+
+    try:
+        return list((read_binding(checkpoint) or {}).get("repartitions") or [])
+    except UserError:
+        return []  # validate reports a broken binding; inspect still shows the rest
+
+
 def render(info: dict[str, Any]) -> str:
     if not info.get("exists"):
         return f"checkpoint {info['checkpoint']}: does not exist yet (a new job starts it)"
@@ -173,6 +185,10 @@ def render(info: dict[str, Any]) -> str:
     for k, v in info["pinned_conf"].items():
         lines.append(
             f"pinned       {k.removeprefix('spark.sql.')} = {v.rsplit('.', 1)[-1] if 'Provider' in v else v}"
+        )
+    for r in info.get("repartitions") or []:
+        lines.append(
+            f"repartition  {r.get('from')} -> {r.get('to')} partitions at batch {r.get('batch')} ({r.get('at')}), snapshot before: {r.get('snapshot')}"
         )
     for op in info["operators"]:
         v = op["versions"]

@@ -140,6 +140,9 @@ def resolve(job: str | None, checkpoint: str | None, snapshot_root: str | None =
         # checked against the job's spec all the same.
         spec = load_spec(job).with_overrides(checkpoint=checkpoint)
         checkpoint = spec.checkpoint
+        from spark_jobs.runtime.binding import adopt_repartition
+
+        spec = adopt_repartition(spec)
     elif not checkpoint:
         raise UserError("say which checkpoint: --job JOB or --checkpoint URI")
     assert checkpoint is not None

@@ -152,25 +152,29 @@ def find_snapshot(root: str, snap_id: str | None) -> dict[str, Any]:
     raise UserError(f"no snapshot {snap_id!r} in {root}; list them with: checkpoint snapshots")
 
 
-def take_snapshot(target: Target, dry_run: bool = False) -> dict[str, Any]:
+def take_snapshot(target: Target, dry_run: bool = False, locked: bool = False) -> dict[str, Any]:
     """Copy ``target.checkpoint`` into the store; returns the manifest summary.
+
+    ``locked``: the caller already holds the job's lock (an flock cannot be taken twice).
 
     With the job's lock free it is held during the copy (nothing writes meanwhile); while a run
     holds it (a continuous job), the copy is cut at each query's last committed batch (see
     ``live``)."""
     started = time.perf_counter()
-    lock: JobLock | None = JobLock(target.checkpoint, job=target.job, purpose="snapshot")
-    try:
-        assert lock is not None
-        lock.acquire()
-    except LockHeld:
-        who = holder(target.checkpoint)
-        if not who or who.get("purpose") != "run":
-            raise  # a restore, rollback or other snapshot: wait for it
-        lock = None
+    lock: JobLock | None = None
+    if not locked:
+        lock = JobLock(target.checkpoint, job=target.job, purpose="snapshot")
+        try:
+            lock.acquire()
+        except LockHeld:
+            who = holder(target.checkpoint)
+            if not who or who.get("purpose") != "run":
+                raise  # a restore, rollback or other snapshot: wait for it
+            lock = None
     try:
         with store_lock(target.snapshot_root):
-            manifest = _snapshot(target, dry_run, live_run=lock is None)
+            # a caller holding the lock (repartition) has stopped the job: not a live copy
+            manifest = _snapshot(target, dry_run, live_run=lock is None and not locked)
     finally:
         if lock is not None:
             lock.release()

@@ -240,11 +240,11 @@ def _check_layout(lay: Layout, rep: Report) -> None:
     pinned = lay.pinned_conf()
     for op, meta in sorted(lay.operators.items()):
         parts = {s.part for s in lay.stores.values() if s.op == op}
-        declared = None
-        for info in meta.get("stateStoreInfo") or []:
+        # The newest offset file decides: `checkpoint repartition` changes it, while Spark leaves
+        # the operator's v1 metadata at the partitions of the batch that first wrote it.
+        declared = int(pinned[SHUFFLE_CONF]) if SHUFFLE_CONF in pinned else None
+        for info in meta.get("stateStoreInfo") or [] if declared is None else []:
             declared = info.get("numPartitions", declared)
-        if declared is None and SHUFFLE_CONF in pinned:
-            declared = int(pinned[SHUFFLE_CONF])
         if declared is not None and parts and len(parts) != int(declared):
             rep.add(
                 "STATE_PARTITIONS",

@@ -129,6 +129,7 @@ def run_job(
     ``new_checkpoint_for_existing_table``: let a new checkpoint write into tables that other
     queries already filled (every input row is written again)."""
     module = job_module(spec.name)
+    spec = binding.adopt_repartition(spec)
     # Once before the lock as well: taking it creates the checkpoint folder, and a refused run
     # should leave nothing behind. Under the lock it is checked again, for real.
     check_writer(spec, new_checkpoint_for_existing_table)

@@ -67,3 +67,35 @@ def check_and_bind(checkpoint: str, fingerprint: dict[str, Any], where: str) -> 
     }
     with fsspec.open(binding_path(checkpoint), "w", auto_mkdir=True) as fh:
         fh.write(json.dumps(record, indent=2, sort_keys=True, default=str))
+
+
+def record_repartition(checkpoint: str, entry: dict[str, Any]) -> None:
+    """After ``checkpoint repartition``: the binding's partition count becomes ``entry["to"]`` and
+    the change is kept in its ``repartitions`` history."""
+    import fsspec
+
+    record = read_binding(checkpoint) or {"fingerprint": {}}
+    record["fingerprint"]["shuffle_partitions"] = entry["to"]
+    record.setdefault("repartitions", []).append(entry)
+    with fsspec.open(binding_path(checkpoint), "w", auto_mkdir=True) as fh:
+        fh.write(json.dumps(record, indent=2, sort_keys=True, default=str))
+
+
+def checkpoint_partitions(checkpoint: str, spec_partitions: int) -> int:
+    """The shuffle partitions a run on ``checkpoint`` uses: the spec's, unless the checkpoint was
+    repartitioned from that value (the spec then only sets where new checkpoints start). Any
+    other difference is left for :func:`check_and_bind` to refuse."""
+    record = read_binding(checkpoint) or {}
+    history = record.get("repartitions") or []
+    current = record.get("fingerprint", {}).get("shuffle_partitions")
+    if history and current is not None and spec_partitions in {h["from"] for h in history}:
+        return int(current)
+    return spec_partitions
+
+
+def adopt_repartition(spec: Any) -> Any:
+    """``spec`` with the shuffle partitions its checkpoint runs at (see checkpoint_partitions)."""
+    from dataclasses import replace
+
+    n = checkpoint_partitions(spec.checkpoint, spec.shuffle_partitions)
+    return spec if n == spec.shuffle_partitions else replace(spec, shuffle_partitions=n)

@@ -43,15 +43,17 @@ def run_dags(
     log: Path,
     data: Path | None = None,
     timeout: float = 600,
+    env: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """``dag.test()`` each ``{"dag_id", "conf"}`` in one subprocess; per run: state, task states,
-    return values, or the exception raised before the run started."""
+    return values, or the exception raised before the run started. ``env`` is set last (e.g.
+    ``AIRFLOW_CONN_SPARK_DEFAULT`` pointed at a cluster)."""
     start = log.stat().st_size if log.exists() else 0
     with open(log, "a") as fh:  # streamed, so a run that hangs still leaves its log
         proc = subprocess.run(
             [sys.executable, str(Path(__file__).with_name("dagtest_main.py"))],
             input=json.dumps(runs),
-            env=airflow_env(home, data),
+            env={**airflow_env(home, data), **(env or {})},
             stdout=fh,
             stderr=subprocess.STDOUT,
             text=True,
