@@ -22,10 +22,21 @@ from spark_jobs.runtime import paths
 
 PANDAS_MAX_ROWS = 1_000_000  # rows to validate up to which no JVM is started (spec may override)
 ENGINES = ("auto", "pandas", "spark")
+# Reader features delta-rs (deltalake 1.6.6) refuses to read: such tables go to Spark.
+UNSUPPORTED_READER_FEATURES = {"deletionVectors"}
 
 
 def max_rows(spec: Any) -> int:
     return int(spec.quality.get("pandas_max_rows", PANDAS_MAX_ROWS))
+
+
+def unreadable(uri: str) -> str | None:
+    """Why deltalake cannot read the table (reader features it lacks, e.g. deletion vectors in
+    deltalake 1.6), else None."""
+    from deltalake import DeltaTable
+
+    features = set(DeltaTable(uri).protocol().reader_features or ()) & UNSUPPORTED_READER_FEATURES
+    return f"reader features {', '.join(sorted(features))}" if features else None
 
 
 def added_rows(uri: str, last_version: int | None, full: bool) -> int | None:

@@ -224,16 +224,23 @@ def _engine(
     """``engine`` unless ``auto``: then pandas when the log says the rows to validate are few."""
     if engine not in local.ENGINES:
         raise UserError(f"engine must be one of {', '.join(local.ENGINES)}, not {engine!r}")
-    if engine != "auto":
+    if engine == "spark":
         return engine
     total = 0
     for uri, last in tables_and_last:
         if incremental.is_delta_table(uri):
+            why = local.unreadable(uri)
+            if why and engine == "pandas":
+                raise UserError(f"engine pandas cannot read {uri} ({why}); use --engine spark")
+            if why:
+                return "spark"
+            if engine == "pandas":
+                continue
             n = local.added_rows(uri, last, full)
             if n is None:
                 return "spark"
             total += n
-    return "pandas" if total <= local.max_rows(spec) else "spark"
+    return "pandas" if engine == "pandas" or total <= local.max_rows(spec) else "spark"
 
 
 def _quarantine_slice(
