@@ -53,7 +53,8 @@ class Health:
     warnings: list[str] = field(default_factory=list)
     progress_age: float | None = None
     batch_id: int | None = None
-    state_rows: int | None = None
+    state_rows: int | None = None  # Spark's state rows (buckets, for the batched executor)
+    state_keys: int | None = None  # user keys held (CONTRACTS s. 4), when the job counts them
     lag: dict[str, int] = field(default_factory=dict)  # Kafka topic -> records not processed yet
 
     @property
@@ -120,6 +121,7 @@ def assess(
         progress_age=round(age, 1),
         batch_id=last.get("batchId"),
         state_rows=_state(last, "numRowsTotal"),
+        state_keys=(last.get("keys") or {}).get("total"),
         lag=total_behind(last),
     )
     if age > th.max_progress_age:

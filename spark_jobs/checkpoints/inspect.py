@@ -80,6 +80,7 @@ def inspect_checkpoint(checkpoint: str, layout: Layout | None = None) -> dict[st
         "recovery_window": window,
         "sources": lay.source_logs,
         "kafka": _kafka(lay),
+        "state_keys": _state_keys(checkpoint),
         "bytes": {
             "total": lay.total_bytes(),
             "offsets": lay.total_bytes("offsets/"),
@@ -142,6 +143,17 @@ def state_rows(checkpoint: str) -> list[dict[str, Any]]:
     return out
 
 
+def _state_keys(checkpoint: str) -> dict[str, Any] | None:
+    """The newest batch's key-level metrics from the progress log (read from its end): user keys,
+    not the buckets Spark's state rows count for the batched executor."""
+    from spark_jobs.runtime.progress_tail import backwards
+
+    for rec in backwards(checkpoint):
+        if isinstance(rec.get("keys"), dict):
+            return {"batch": rec.get("batchId"), **rec["keys"]}
+    return None
+
+
 def _size(n: int) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
@@ -185,6 +197,12 @@ def render(info: dict[str, Any]) -> str:
     for k, v in info["pinned_conf"].items():
         lines.append(
             f"pinned       {k.removeprefix('spark.sql.')} = {v.rsplit('.', 1)[-1] if 'Provider' in v else v}"
+        )
+    k = info.get("state_keys")
+    if k:
+        lines.append(
+            f"state keys   {k.get('total')} after batch {k.get('batch')} (updated {k.get('updated')}, "
+            f"removed {k.get('removed')}, expired {k.get('expired')})"
         )
     for r in info.get("repartitions") or []:
         lines.append(

@@ -47,3 +47,31 @@ def test_input_counts_are_per_line_when_the_plan_scans_each_source_twice(tmp_pat
     (record,) = progress.read_progress(str(tmp_path))
     assert record["numInputRows"] == record["sources"][0]["numInputRows"] == 120
     assert record["sources"][0]["inputRowsPerSecond"] == 4.0
+
+
+def test_inspect_and_the_health_verdict_report_user_keys_not_buckets(tmp_path):
+    """CONTRACTS §4: the newest batch's ``keys`` reach ``checkpoint inspect`` and the verdict the
+    supervisor acts on, beside Spark's state rows (256 buckets here, 1,000 users)."""
+    from spark_jobs.checkpoints.inspect import inspect_checkpoint, render
+    from spark_jobs.checkpoints.synthetic import make_checkpoint
+    from statekeeper.health import Thresholds, assess
+
+    ck = make_checkpoint(tmp_path / "ck", batches=3)
+    records = [
+        {"batchId": b, "numInputRows": 10, "stateOperators": [{"numRowsTotal": 256}],
+         "keys": {"total": 1000 + b, "updated": 5, "removed": 1, "expired": b}}
+        for b in range(3)
+    ]  # fmt: skip
+    for r in records:
+        progress.append_line(progress.progress_path(str(ck)), r)
+    info = inspect_checkpoint(str(ck))
+    assert info["state_keys"] == {
+        "batch": 2,
+        "total": 1002,
+        "updated": 5,
+        "removed": 1,
+        "expired": 2,
+    }
+    assert "state keys   1002 after batch 2" in render(info)
+    h = assess(progress.read_progress(str(ck)), True, Thresholds())
+    assert (h.state_keys, h.state_rows) == (1002, 256)
