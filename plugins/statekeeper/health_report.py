@@ -154,9 +154,12 @@ def status(spec: JobSpec, tail: Tail, now: float) -> tuple[str, str, list[str]]:
 
 
 def quarantine(spec: JobSpec) -> dict[str, Any]:
-    """Rows quarantined over the quarantine query's last batches (of its latest run), and the
-    rows those batches read: the rate of bad input lines."""
-    ckpt = paths.join(spec.checkpoint, paths.STATEKEEPER_DIR, paths.QUARANTINE_CHECKPOINT)
+    """Rows quarantined over the job query's last batches (of its latest run), and the rows
+    those batches read: the rate of bad input lines. (Checkpoints of earlier releases kept a
+    quarantine query of their own under ``_statekeeper/quarantine``: its log is read then.)"""
+    legacy = paths.join(spec.checkpoint, paths.STATEKEEPER_DIR, paths.QUARANTINE_CHECKPOINT)
+    local = paths.local_path(progress.progress_path(legacy))
+    ckpt = legacy if local is not None and local.exists() else spec.checkpoint
     sig = (
         _stat(paths.local_path(progress.progress_path(ckpt))),
         _stat(paths.local_path(paths.join(spec.quarantine, "_delta_log"))),
@@ -182,15 +185,20 @@ def _quarantine(spec: JobSpec, ckpt: str) -> dict[str, Any]:
 
 
 def _rows_per_epoch(table: str) -> dict[tuple[str, int], int]:
-    """(query id, batch id) -> rows the streaming write of that batch committed."""
+    """(query id, batch id) -> rows the streaming write of that batch committed: Delta's
+    streaming sink says so in ``commitInfo``; the job's batch writer in a ``txn`` action (app id
+    = the query id, version = the batch id)."""
     out = {}
     for _, actions in delta_log.newest_versions(table, WINDOW * 2):
+        info = next((a["commitInfo"] for a in actions if a.get("commitInfo")), {}) or {}
+        rows = int((info.get("operationMetrics") or {}).get("numOutputRows") or 0)
+        params = info.get("operationParameters") or {}
+        if "epochId" in params:
+            out[(params.get("queryId"), int(params["epochId"]))] = rows
         for a in actions:
-            info = a.get("commitInfo") or {}
-            params = info.get("operationParameters") or {}
-            if "epochId" in params:
-                rows = int((info.get("operationMetrics") or {}).get("numOutputRows") or 0)
-                out[(params.get("queryId"), int(params["epochId"]))] = rows
+            txn = a.get("txn") or {}
+            if txn.get("appId") is not None and txn.get("version") is not None:
+                out[(str(txn["appId"]), int(txn["version"]))] = rows
     return out
 
 

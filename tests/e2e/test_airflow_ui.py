@@ -32,7 +32,7 @@ DAG_IDS = sorted(p.stem for p in (ROOT / "dags").glob("*.py") if not p.name.star
 BACKFILL_PARAMS = {  # name -> the start of its description in the form
     "job": "The job to backfill",
     "input": "Folder of JSON-lines events",
-    "mode": "replace: the staged rows replace",
+    "mode": "append: the folder holds events the live runs never processed",
     "dry_run": "Run and validate on the staged table",
     "output": "Live table to publish into",
 }
