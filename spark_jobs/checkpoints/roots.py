@@ -100,20 +100,12 @@ def default_snapshot_root(job: str) -> str:
 
 
 def normalise(uri: str) -> str:
-    """An absolute, symlink-free local path, or the URL with ``..`` segments resolved."""
-    local = paths.local_path(uri)
-    if local is not None:
-        return str(Path(os.path.abspath(local.expanduser())).resolve())
-    scheme, rest = uri.split("://", 1)
-    out: list[str] = []
-    for seg in rest.split("/"):
-        if seg == "..":
-            if len(out) <= 1:
-                raise UserError(f"{uri} climbs above its bucket")
-            out.pop()
-        elif seg not in ("", "."):
-            out.append(seg)
-    return f"{scheme}://{'/'.join(out)}"
+    """:func:`spark_jobs.runtime.paths.normalise`, a URL climbing above its bucket as a user
+    error."""
+    try:
+        return paths.normalise(uri)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
 
 
 def confine(uri: str, roots: list[str], what: str, env: str) -> str:
