@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    from spark_jobs.runtime import paths
+    from spark_jobs.contract import paths
 
     root = Path(os.environ.get("STATEKEEPER_HOME") or paths.project_root())
     work = (

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import suite
-from spark_jobs.runtime import paths
+from spark_jobs.contract import paths
 
 KIND = {"sessions": "clickstream", "fraud_alerts": "auth"}
 

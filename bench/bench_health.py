@@ -157,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="5 jobs x 500 batches")
     parser.add_argument("--work", help="where the data goes (default .data/bench-health)")
     args = parser.parse_args(argv)
-    from spark_jobs.runtime import paths
+    from spark_jobs.contract import paths
 
     if args.smoke:
         args.jobs, args.batches, args.requests = 5, 500, 5

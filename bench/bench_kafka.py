@@ -45,10 +45,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if args.smoke:
         args.events, args.rounds = 10_000, 1
 
+    from spark_jobs.contract.spec import load_spec
     from spark_jobs.generate import generate
     from spark_jobs.kafka import broker
     from spark_jobs.runtime.session import build_session
-    from spark_jobs.runtime.spec import load_spec
 
     tmp = Path(tempfile.mkdtemp(prefix="statekeeper-bench-kafka-"))
     home = tmp / "broker"

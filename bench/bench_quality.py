@@ -83,9 +83,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if args.smoke:
         args.rows, args.repeat = 20_000, 1
 
+    from spark_jobs.contract.spec import load_spec
     from spark_jobs.quality.runner import run_quality
     from spark_jobs.runtime.session import build_session
-    from spark_jobs.runtime.spec import load_spec
 
     spark = build_session("statekeeper-bench-quality")
     tmp = Path(tempfile.mkdtemp(prefix="statekeeper-bench-quality-"))

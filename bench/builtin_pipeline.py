@@ -17,9 +17,9 @@ def main(argv: list[str]) -> int:
     from pyspark.sql import functions as F
 
     from bench import suite
+    from spark_jobs.contract.spec import load_spec
     from spark_jobs.io import events as ev
     from spark_jobs.runtime.session import build_session
-    from spark_jobs.runtime.spec import load_spec
 
     spec = load_spec(job)
     kind = spec.kinds[0]

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from scripts import cluster as clustermod
+from spark_jobs.contract import paths
 from spark_jobs.generate import generate
-from spark_jobs.runtime import paths
 
 
 def submit_command(master: str, work: Path, side: str, driver_memory: str) -> list[str]:

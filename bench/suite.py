@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.sampler import PeakRss
+from spark_jobs.contract.spec import JobSpec, load_spec
 from spark_jobs.generate import generate
 from spark_jobs.io import events as ev
 from spark_jobs.io import sources
 from spark_jobs.runtime.session import spec_confs
-from spark_jobs.runtime.spec import JobSpec, load_spec
 
 KIND = {"sessions": "clickstream", "fraud_alerts": "auth"}
 
@@ -105,7 +105,7 @@ def sessions_builtin(events: Any, spec: JobSpec) -> Any:
     """:func:`session_window` over any stream of typed clickstream events."""
     from pyspark.sql import functions as F
 
-    from spark_jobs.runtime.durations import spark_interval
+    from spark_jobs.contract.durations import spark_interval
 
     max_pages = int(spec.params.get("last_pages", 10))
     good = events.withWatermark("event_time", spark_interval(spec.watermark_seconds))
@@ -153,7 +153,7 @@ def fraud_builtin(events: Any, spec: JobSpec) -> Any:
     """:func:`failure_windows` over any stream of typed auth events."""
     from pyspark.sql import functions as F
 
-    from spark_jobs.runtime.durations import spark_interval
+    from spark_jobs.contract.durations import spark_interval
 
     good = events.withWatermark("event_time", spark_interval(spec.watermark_seconds))
     w = F.window("event_time", spark_interval(spec.param_seconds("failure_gap")))

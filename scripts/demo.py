@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 from scripts.local_airflow import airflow, home, migrate
+from spark_jobs.contract import paths
+from spark_jobs.contract.spec import load_all
 from spark_jobs.generate import generate
-from spark_jobs.runtime import paths
-from spark_jobs.runtime.spec import load_all
 
 DATA = {  # kind -> (events, keys) per demo call
     "clickstream": (20_000, 500),

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from spark_jobs.runtime import paths
+from spark_jobs.contract import paths
 
 SPARK_LOCAL = json.dumps({"conn_type": "spark", "host": "local[2]"})
 

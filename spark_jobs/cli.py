@@ -11,7 +11,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from spark_jobs.errors import UserError
+from spark_jobs.contract.errors import UserError
 
 # Packages that add their own subcommands through ``register(subparsers)``.
 SUBCOMMAND_MODULES = (
@@ -40,7 +40,7 @@ def parse_conf(pairs: Sequence[str] | None) -> dict[str, str]:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from spark_jobs.runtime.spec import load_all
+    from spark_jobs.contract.spec import load_all
 
     for s in load_all():
         kinds = "+".join(s.kinds)
@@ -51,8 +51,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from spark_jobs.runtime.durations import parse_seconds
-    from spark_jobs.runtime.spec import load_spec
+    from spark_jobs.contract.durations import parse_seconds
+    from spark_jobs.contract.spec import load_spec
 
     spec = load_spec(args.job).with_overrides(
         input=args.input, output=args.output, checkpoint=args.checkpoint, trigger=args.trigger

@@ -19,8 +19,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from spark_jobs.errors import UserError
-from spark_jobs.runtime import paths
+from spark_jobs.contract import paths
+from spark_jobs.contract.errors import UserError
 
 if TYPE_CHECKING:
     from spark_jobs.kafka.uri import KafkaUri

@@ -29,9 +29,9 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from spark_jobs.errors import UserError
+from spark_jobs.contract import paths
+from spark_jobs.contract.errors import UserError
 from spark_jobs.io import tables
-from spark_jobs.runtime import paths
 
 MARKER = "statekeeper-backfill:"
 COMMIT_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
@@ -114,8 +114,8 @@ def _write_ledger(table: str, entry: dict[str, Any]) -> None:
 
 
 def publish(job: str, staged: str, output: str | None, mode: str, key: str) -> dict[str, Any]:
+    from spark_jobs.contract.spec import load_spec
     from spark_jobs.io.sinks import is_delta_table
-    from spark_jobs.runtime.spec import load_spec
 
     spec = load_spec(job).with_overrides(output=output)
     reason = refusal(job, mode)

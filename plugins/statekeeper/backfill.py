@@ -18,7 +18,7 @@ from typing import Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from spark_jobs.runtime.paths import resolve
+from spark_jobs.contract.paths import resolve
 
 
 class BadBackfillParams(AirflowFailException):
@@ -36,9 +36,9 @@ def _listing(folder: Path) -> list[tuple[str, int]]:
 
 def plan_backfill(params: dict[str, Any], data_dir: Path) -> dict[str, Any]:
     """The plan for ``params`` or a ``BadBackfillParams`` saying, in one line, what to fix."""
-    from spark_jobs.errors import UserError
+    from spark_jobs.contract.errors import UserError
+    from spark_jobs.contract.spec import load_spec
     from spark_jobs.publish import refusal
-    from spark_jobs.runtime.spec import load_spec
 
     job = str(params.get("job") or "")
     try:
@@ -76,7 +76,7 @@ def plan_backfill(params: dict[str, Any], data_dir: Path) -> dict[str, Any]:
 def _kafka_ends(spec: Any, uri: str) -> dict[str, int]:
     """The topic's end offsets per partition now: what this backfill reads up to (records
     arriving later are read too, and do not change the key)."""
-    from spark_jobs.errors import UserError
+    from spark_jobs.contract.errors import UserError
     from spark_jobs.kafka.uri import parse
 
     if spec.kafka_options:
@@ -159,7 +159,7 @@ class BackfillPlanOperator(BaseOperator):
     ui_color = "#fff3cd"
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from spark_jobs.runtime import paths
+        from spark_jobs.contract import paths
         from statekeeper.params import check_path_params
 
         check_path_params(context)

@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from spark_jobs.runtime import lock, paths, procs, progress
+from spark_jobs.contract import paths
+from spark_jobs.runtime import lock, procs, progress
 
 SUPERVISOR_FILE = "supervisor.json"  # under <checkpoint>/_statekeeper/: launches and restarts
 DRIVER_LOG = "driver.log"

@@ -76,7 +76,7 @@ def _plan(key: str) -> str:
 
 def catchup_dag(job: str, doc_md: str | None = None) -> DAG:
     """``catchup_<job>``: validate checkpoint -> run available-now -> quality -> publish Asset."""
-    from spark_jobs.runtime.spec import load_spec
+    from spark_jobs.contract.spec import load_spec
 
     spec = load_spec(job)
     continuous = spec.mode == "continuous"
@@ -148,7 +148,7 @@ def catchup_dag(job: str, doc_md: str | None = None) -> DAG:
 
 def backfill_dag(doc_md: str | None = None) -> DAG:
     """``backfill``: plan -> staged run on an isolated checkpoint -> validate -> publish."""
-    from spark_jobs.runtime.spec import list_jobs
+    from spark_jobs.contract.spec import list_jobs
 
     jobs = list_jobs()
     with DAG(
@@ -212,7 +212,7 @@ def backfill_dag(doc_md: str | None = None) -> DAG:
 
 def supervisor_dag(job: str, doc_md: str | None = None) -> DAG:
     """``supervise_<job>``: one watch period per run, every ten minutes, never two at once."""
-    from spark_jobs.runtime.spec import load_spec
+    from spark_jobs.contract.spec import load_spec
 
     spec = load_spec(job)
     sup = spec.supervise
@@ -236,7 +236,7 @@ def supervisor_dag(job: str, doc_md: str | None = None) -> DAG:
             **path_params(),
         },
     ) as dag:  # fmt: skip
-        from spark_jobs.runtime.durations import parse_seconds
+        from spark_jobs.contract.durations import parse_seconds
 
         backoff = parse_seconds(sup.get("restart_backoff", "30 seconds"), "restart_backoff")
         window = parse_seconds(sup.get("restart_window", "1 hour"), "restart_window")
@@ -258,7 +258,7 @@ def supervisor_dag(job: str, doc_md: str | None = None) -> DAG:
 
 def maintenance_dag(doc_md: str | None = None) -> DAG:
     """``checkpoint_maintenance``: per job with snapshots: validate -> snapshot -> prune."""
-    from spark_jobs.runtime.spec import load_all
+    from spark_jobs.contract.spec import load_all
 
     specs = [s for s in load_all() if s.snapshots]
     with DAG(
@@ -304,7 +304,7 @@ def maintenance_dag(doc_md: str | None = None) -> DAG:
 
 def quality_dag(doc_md: str | None = None) -> DAG:
     """``data_quality``: every job's quality suite on its table (daily and on demand)."""
-    from spark_jobs.runtime.spec import load_all
+    from spark_jobs.contract.spec import load_all
 
     specs = load_all()
     with DAG(

@@ -17,7 +17,7 @@ from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from spark_jobs.errors import UserError
+from spark_jobs.contract.errors import UserError
 from spark_jobs.runtime import progress_tail
 from statekeeper import health_page, health_report
 

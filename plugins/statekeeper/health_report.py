@@ -17,10 +17,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from spark_jobs.errors import UserError
-from spark_jobs.runtime import lock, paths, progress, progress_tail
-from spark_jobs.runtime.durations import parse_seconds
-from spark_jobs.runtime.spec import JobSpec, list_jobs, load_spec
+from spark_jobs.contract import paths
+from spark_jobs.contract.durations import parse_seconds
+from spark_jobs.contract.errors import UserError
+from spark_jobs.contract.spec import JobSpec, list_jobs, load_spec
+from spark_jobs.runtime import lock, progress, progress_tail
 from statekeeper import batch_metrics as bm
 from statekeeper import delta_log
 from statekeeper.health import Thresholds, assess

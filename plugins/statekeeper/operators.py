@@ -12,7 +12,7 @@ from typing import Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
-from spark_jobs.runtime.paths import resolve
+from spark_jobs.contract.paths import resolve
 from statekeeper.hooks import CliResult, StatekeeperCliHook
 from statekeeper.params import check_path_params
 from statekeeper.submit import drop_empty_options

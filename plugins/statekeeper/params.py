@@ -2,7 +2,7 @@
 
 A param typed into the Trigger form is run by the worker with the worker's rights, so ``input``,
 ``output``, ``checkpoint`` and ``tables_root`` may only name folders under the roots that
-``spark_jobs.runtime.paths.roots`` lists (``<data>/landing``, ``<data>/tables``,
+``spark_jobs.contract.paths.roots`` lists (``<data>/landing``, ``<data>/tables``,
 ``<data>/checkpoints``, plus ``$STATEKEEPER_LANDING_ROOTS`` / ``$STATEKEEPER_TABLE_ROOTS`` /
 ``$STATEKEEPER_CHECKPOINT_ROOTS``). Every operator that uses them checks first, so a task run
 alone (cleared, retried) refuses too, and the refusal fails the task without retries.
@@ -14,7 +14,7 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException
 
-from spark_jobs.runtime import paths
+from spark_jobs.contract import paths
 
 # param -> (kind of root, whether the root itself is allowed). An input may be a landing root
 # (a multi-input job reads one folder per kind under it) and tables_root holds <job> tables.

@@ -18,12 +18,12 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk.exceptions import AirflowException, AirflowSkipException
 
-from spark_jobs.runtime.paths import resolve
+from spark_jobs.contract.paths import resolve
 from statekeeper.env import project_root, python
 from statekeeper.params import check_path_params
 from statekeeper.triggers import CheckpointFreeTrigger
 
-LOCK_HELD_EXIT = 3  # spark_jobs.errors.LockHeld
+LOCK_HELD_EXIT = 3  # spark_jobs.contract.errors.LockHeld
 
 
 def drop_empty_options(args: Sequence[Any]) -> list[str]:

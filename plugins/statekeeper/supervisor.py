@@ -114,7 +114,7 @@ class StreamingSupervisorOperator(BaseOperator):
 
     # -- what the job looks like -------------------------------------------------------------
     def _spec(self) -> Any:
-        from spark_jobs.runtime.spec import load_spec
+        from spark_jobs.contract.spec import load_spec
 
         ov = {
             k: v
@@ -130,7 +130,7 @@ class StreamingSupervisorOperator(BaseOperator):
         )
 
     def _thresholds(self, spec: Any) -> dict[str, Any]:
-        from spark_jobs.runtime.durations import parse_seconds
+        from spark_jobs.contract.durations import parse_seconds
         from statekeeper.health import Thresholds
 
         th = Thresholds.from_spec(

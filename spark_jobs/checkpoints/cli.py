@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from spark_jobs.checkpoints import roots
-from spark_jobs.errors import UserError
+from spark_jobs.contract.errors import UserError
 
 DEFAULT_KEEP = 7
 
@@ -82,7 +82,7 @@ def cmd_snapshots(args: argparse.Namespace) -> int:
 
 def cmd_prune(args: argparse.Namespace) -> int:
     from spark_jobs.checkpoints.snapshots import prune
-    from spark_jobs.runtime.durations import parse_seconds
+    from spark_jobs.contract.durations import parse_seconds
 
     t = _target(args)
     policy = dict(getattr(t.spec, "snapshots", None) or {})

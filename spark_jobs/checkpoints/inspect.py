@@ -164,7 +164,7 @@ def _size(n: int) -> str:
 
 def _repartitions(checkpoint: str) -> list[dict[str, Any]]:
     """``checkpoint repartition`` history from the checkpoint's binding (none when unreadable)."""
-    from spark_jobs.errors import UserError
+    from spark_jobs.contract.errors import UserError
     from spark_jobs.runtime.binding import read_binding
 
     try:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from spark_jobs.runtime import paths
+from spark_jobs.contract import paths
 
 STATEKEEPER_DIR = paths.STATEKEEPER_DIR
 # V.delta, V.snapshot, V.changelog, V.zip, and checkpoint format v2's V_<uuid>.zip/.changelog

@@ -21,7 +21,7 @@ from spark_jobs.checkpoints.layout import (
     filesystem,
 )
 from spark_jobs.checkpoints.queries import MAIN, QUARANTINE
-from spark_jobs.runtime import paths
+from spark_jobs.contract import paths
 
 QUERIES = (MAIN, QUARANTINE)
 

@@ -25,8 +25,8 @@ from typing import Any
 
 from spark_jobs.checkpoints import delta_txn
 from spark_jobs.checkpoints.layout import read_layout
-from spark_jobs.errors import UserError
-from spark_jobs.runtime import paths
+from spark_jobs.contract import paths
+from spark_jobs.contract.errors import UserError
 
 # Each query's checkpoint, relative to the job's: the job's own query and the quarantine query.
 MAIN = ""

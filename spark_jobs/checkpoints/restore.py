@@ -26,8 +26,8 @@ from spark_jobs.checkpoints import queries
 from spark_jobs.checkpoints import snapshots as snapmod
 from spark_jobs.checkpoints.roots import Target
 from spark_jobs.checkpoints.validate import validate_checkpoint
-from spark_jobs.errors import UserError
-from spark_jobs.runtime import paths
+from spark_jobs.contract import paths
+from spark_jobs.contract.errors import UserError
 from spark_jobs.runtime.lock import JobLock
 
 _RENAME_EXCHANGE = 2

@@ -15,8 +15,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from spark_jobs.errors import UserError
-from spark_jobs.runtime import paths
+from spark_jobs.contract import paths
+from spark_jobs.contract.errors import UserError
 
 CHECKPOINT_ROOTS_ENV = "STATEKEEPER_CHECKPOINT_ROOTS"
 SNAPSHOT_ROOTS_ENV = "STATEKEEPER_SNAPSHOT_ROOTS"
@@ -43,7 +43,7 @@ def checkpoint_roots() -> list[str]:
     data = paths.data_dir()
     roots = [str(data / "checkpoints"), str(data / "backfill")] + _env_roots(CHECKPOINT_ROOTS_ENV)
     try:
-        from spark_jobs.runtime.spec import load_all
+        from spark_jobs.contract.spec import load_all
 
         specs = load_all()
     except UserError:
@@ -65,7 +65,7 @@ def not_checkpoints() -> list[str]:
     if os.environ.get("AIRFLOW_HOME"):
         out.append(os.environ["AIRFLOW_HOME"])
     try:
-        from spark_jobs.runtime.spec import load_all
+        from spark_jobs.contract.spec import load_all
 
         out += [s.output for s in load_all()]
     except UserError:
@@ -100,7 +100,7 @@ def default_snapshot_root(job: str) -> str:
 
 
 def normalise(uri: str) -> str:
-    """:func:`spark_jobs.runtime.paths.normalise`, a URL climbing above its bucket as a user
+    """:func:`spark_jobs.contract.paths.normalise`, a URL climbing above its bucket as a user
     error."""
     try:
         return paths.normalise(uri)
@@ -126,7 +126,7 @@ def resolve(job: str | None, checkpoint: str | None, snapshot_root: str | None =
     """The command's target from ``--job`` or ``--checkpoint`` (and ``--snapshot-root``)."""
     spec = None
     if job:
-        from spark_jobs.runtime.spec import load_spec
+        from spark_jobs.contract.spec import load_spec
 
         # With both, the folder is the job's checkpoint elsewhere (a replay, a backfill):
         # checked against the job's spec all the same.

@@ -30,8 +30,8 @@ from typing import Any
 
 from spark_jobs.checkpoints.layout import STATEKEEPER_DIR, filesystem, list_files, read_layout
 from spark_jobs.checkpoints.roots import Target
-from spark_jobs.errors import LockHeld, UserError
-from spark_jobs.runtime import paths
+from spark_jobs.contract import paths
+from spark_jobs.contract.errors import LockHeld, UserError
 from spark_jobs.runtime.lock import JobLock, holder
 
 MANIFEST = "manifest.json"

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from spark_jobs.checkpoints.layout import Layout, read_layout
-from spark_jobs.runtime.durations import parse_seconds
+from spark_jobs.contract.durations import parse_seconds
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 EXIT_CLEAN, EXIT_WARNINGS, EXIT_ERRORS = 0, 10, 20

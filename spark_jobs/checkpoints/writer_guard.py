@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from spark_jobs.checkpoints import delta_txn
-from spark_jobs.errors import UserError
+from spark_jobs.contract.errors import UserError
 
 OVERRIDE_FLAG = "--new-checkpoint-for-existing-table"
 

@@ -89,7 +89,7 @@ _TYPE_WORDS = {
 
 
 def fields(kind: str) -> tuple[Field, ...]:
-    from spark_jobs.errors import UserError
+    from spark_jobs.contract.errors import UserError
 
     if kind not in KINDS:
         raise UserError(f"unknown event kind {kind!r}; kinds: {', '.join(KINDS)}")
@@ -173,7 +173,7 @@ def native_schema(kind: str) -> str:
 
 
 def _future_reason(name: str, max_future_seconds: float) -> str:
-    from spark_jobs.runtime.durations import spark_interval
+    from spark_jobs.contract.durations import spark_interval
 
     return f"field {name} is more than {spark_interval(max_future_seconds)} ahead of the clock"
 

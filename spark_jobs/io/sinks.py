@@ -19,8 +19,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from spark_jobs.contract import paths
 from spark_jobs.io import key_metrics
-from spark_jobs.runtime import paths, progress
+from spark_jobs.runtime import progress
 
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spark_jobs.errors import UserError
-from spark_jobs.runtime import paths
+from spark_jobs.contract import paths
+from spark_jobs.contract.errors import UserError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from spark_jobs.runtime.spec import JobSpec
+    from spark_jobs.contract.spec import JobSpec
 
 # Files the source picks up; generate writes hidden temp files and renames them into place, and
 # Spark's file source skips names starting with "." or "_".

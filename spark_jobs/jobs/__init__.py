@@ -18,7 +18,7 @@ JOB_MODULES = {
 
 
 def job_module(name: str) -> ModuleType:
-    from spark_jobs.errors import UserError
+    from spark_jobs.contract.errors import UserError
 
     if name not in JOB_MODULES:
         raise UserError(

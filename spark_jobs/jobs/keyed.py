@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from spark_jobs.errors import UserError
+from spark_jobs.contract.errors import UserError
 from spark_jobs.io import key_metrics
 from spark_jobs.io.tables import columns
 

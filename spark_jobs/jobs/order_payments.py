@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spark_jobs.runtime.durations import spark_interval
+from spark_jobs.contract.durations import spark_interval
 
 SINK = "append"
 

@@ -22,13 +22,14 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from spark_jobs.errors import JobFailed, UserError
+from spark_jobs.contract import paths
+from spark_jobs.contract.errors import JobFailed, UserError
+from spark_jobs.contract.spec import JobSpec
 from spark_jobs.io import events as ev
 from spark_jobs.io import sinks, sources, tables
 from spark_jobs.jobs import job_module
-from spark_jobs.runtime import binding, paths, progress
+from spark_jobs.runtime import binding, progress
 from spark_jobs.runtime.lock import JobLock
-from spark_jobs.runtime.spec import JobSpec
 
 
 @dataclass

@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from spark_jobs.errors import UserError
+from spark_jobs.contract import paths
+from spark_jobs.contract.durations import spark_interval
+from spark_jobs.contract.errors import UserError
 from spark_jobs.io import key_metrics
 from spark_jobs.io.tables import columns
-from spark_jobs.runtime import paths
-from spark_jobs.runtime.durations import spark_interval
 
 SINK = "append"
 # Part of the checkpoint binding: state written before ordered mode is refused, not misread.

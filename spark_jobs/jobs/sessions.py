@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from spark_jobs.contract.durations import spark_interval
 from spark_jobs.io import key_metrics
 from spark_jobs.io.tables import columns
-from spark_jobs.runtime.durations import spark_interval
 
 SINK = "append"
 STATE_SCHEMA = "sessions binary"

@@ -21,8 +21,9 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from spark_jobs.errors import UserError
-from spark_jobs.runtime import jars, paths
+from spark_jobs.contract import paths
+from spark_jobs.contract.errors import UserError
+from spark_jobs.runtime import jars
 
 DEFAULT_PORT = 9092
 HOST = "127.0.0.1"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from spark_jobs.errors import UserError
+from spark_jobs.contract.errors import UserError
 from spark_jobs.kafka.uri import KafkaUri
 
 DEFAULT_PARTITIONS = 3

@@ -13,13 +13,13 @@ import os
 import re
 from typing import TYPE_CHECKING, Any
 
-from spark_jobs.errors import UserError
+from spark_jobs.contract.errors import UserError
 from spark_jobs.kafka.uri import SCHEME, parse
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from spark_jobs.runtime.spec import JobSpec
+    from spark_jobs.contract.spec import JobSpec
 
 # Words in an option name that mark its value secret (sasl.jaas.config carries the password).
 SECRET_WORDS = ("jaas", "password", "secret", "token", "credential", "key")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from spark_jobs.errors import UserError
+from spark_jobs.contract.errors import UserError
 
 SCHEME = "kafka://"
 _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")  # Kafka's own rule for topic names

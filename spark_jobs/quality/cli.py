@@ -10,7 +10,7 @@ import argparse
 import json
 from typing import Any
 
-from spark_jobs.errors import UserError
+from spark_jobs.contract.errors import UserError
 
 
 def register(subparsers: Any) -> None:
@@ -43,7 +43,7 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_quality(args: argparse.Namespace) -> int:
-    from spark_jobs.runtime.spec import load_spec
+    from spark_jobs.contract.spec import load_spec
 
     spec = load_spec(args.job).with_overrides(checkpoint=args.checkpoint)
     from spark_jobs.quality.runner import run_quality

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from spark_jobs.errors import UserError
-from spark_jobs.runtime import paths
+from spark_jobs.contract import paths
+from spark_jobs.contract.errors import UserError
 
 CDF_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 NEW_ROW_TYPES = ("insert", "update_postimage")

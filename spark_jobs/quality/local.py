@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from spark_jobs.contract import paths
 from spark_jobs.quality.incremental import CDF_COLUMNS, NEW_ROW_TYPES, Slice, current_version
 from spark_jobs.quality.suites import spark_type_name
-from spark_jobs.runtime import paths
 
 PANDAS_MAX_ROWS = 1_000_000  # rows to validate up to which no JVM is started (spec may override)
 ENGINES = ("auto", "pandas", "spark")

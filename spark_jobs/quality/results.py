@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from spark_jobs.runtime import paths
+from spark_jobs.contract import paths
 
 QUALITY_DIR = "_quality"
 RESULTS_TABLE = "results"

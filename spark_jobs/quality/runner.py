@@ -24,7 +24,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from spark_jobs.errors import UserError
+from spark_jobs.contract import paths
+from spark_jobs.contract.durations import parse_seconds
+from spark_jobs.contract.errors import UserError
 from spark_jobs.io import tables
 from spark_jobs.quality import incremental, local, results
 from spark_jobs.quality.suites import (
@@ -38,8 +40,7 @@ from spark_jobs.quality.suites import (
     Suite,
     load_suite,
 )
-from spark_jobs.runtime import paths, progress
-from spark_jobs.runtime.durations import parse_seconds
+from spark_jobs.runtime import progress
 
 DATASOURCE = "statekeeper"
 DATASOURCE_PANDAS = "statekeeper_pandas"

@@ -35,9 +35,9 @@ from typing import Any
 
 import yaml
 
-from spark_jobs.errors import UserError
+from spark_jobs.contract import paths
+from spark_jobs.contract.errors import UserError
 from spark_jobs.io import tables
-from spark_jobs.runtime import paths
 
 SEVERITIES = {"warn": "warning", "fail": "critical"}  # ours -> Great Expectations' FailureSeverity
 MACROS = ("schema", "keys", "freshness", "volume", "quarantine_rate")

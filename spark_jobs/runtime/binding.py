@@ -12,8 +12,8 @@ import json
 import time
 from typing import Any
 
-from spark_jobs.errors import UserError
-from spark_jobs.runtime import paths
+from spark_jobs.contract import paths
+from spark_jobs.contract.errors import UserError
 
 
 def binding_path(checkpoint: str) -> str:

@@ -19,8 +19,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from spark_jobs.errors import UserError
-from spark_jobs.runtime import paths
+from spark_jobs.contract import paths
+from spark_jobs.contract.errors import UserError
 
 BROKER_COMPLETE = ".complete"  # written last: a broker folder without it is a cut-off fetch
 

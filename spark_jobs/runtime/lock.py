@@ -14,8 +14,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from spark_jobs.errors import LockHeld, UserError
-from spark_jobs.runtime import paths, procs
+from spark_jobs.contract import paths
+from spark_jobs.contract.errors import LockHeld, UserError
+from spark_jobs.runtime import procs
 
 
 def lock_path(checkpoint: str) -> Path:

@@ -29,8 +29,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from spark_jobs.contract import paths
 from spark_jobs.kafka.lag import source_lag
-from spark_jobs.runtime import paths
 
 IDLE = "idle"
 HEARTBEAT = "heartbeat"

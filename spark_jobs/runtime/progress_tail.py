@@ -15,7 +15,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from spark_jobs.runtime import paths, progress
+from spark_jobs.contract import paths
+from spark_jobs.runtime import progress
 
 BLOCK = 64 * 1024
 

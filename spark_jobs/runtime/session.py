@@ -6,12 +6,13 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from spark_jobs.runtime import jars, paths
+from spark_jobs.contract import paths
+from spark_jobs.runtime import jars
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from spark_jobs.runtime.spec import JobSpec
+    from spark_jobs.contract.spec import JobSpec
 
 STATE_STORE_PROVIDERS = {
     "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",

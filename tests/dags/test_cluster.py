@@ -81,8 +81,8 @@ def test_catch_up_dag_runs_on_the_two_worker_cluster_and_equals_local(
     assert all(n >= 1 for n in per_worker.values()) and len(per_worker) == 2, per_worker
 
     # The same input on local[2], in-process: the same rows.
+    from spark_jobs.contract.spec import load_spec
     from spark_jobs.jobs.runner import run_job
-    from spark_jobs.runtime.spec import load_spec
 
     spec = load_spec(JOB).with_overrides(
         input=str(landing),

@@ -26,8 +26,8 @@ def data(airflow_home, tmp_path, monkeypatch):
 def test_guard_and_job_resolve_a_relative_data_checkpoint_to_the_same_folder(data):
     from airflow.sdk.exceptions import TaskDeferred
 
+    from spark_jobs.contract.spec import load_spec
     from spark_jobs.runtime.lock import JobLock
-    from spark_jobs.runtime.spec import load_spec
     from statekeeper.submit import SparkJobsSubmitOperator
 
     relative = ".data/checkpoints/replay"

@@ -20,12 +20,12 @@ import pytest
 import yaml
 
 from spark_jobs.checkpoints.inspect import inspect_checkpoint, render
-from spark_jobs.errors import JobFailed
+from spark_jobs.contract.errors import JobFailed
+from spark_jobs.contract.spec import load_spec
 from spark_jobs.jobs.runner import run_job
 from spark_jobs.kafka.produce import ensure_topic
 from spark_jobs.kafka.uri import parse
 from spark_jobs.runtime.progress import read_progress
-from spark_jobs.runtime.spec import load_spec
 from statekeeper.health import Thresholds, assess
 
 pytestmark = pytest.mark.e2e

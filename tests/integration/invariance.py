@@ -21,8 +21,8 @@ from typing import Any
 
 from jobkit import job_spec
 
+from spark_jobs.contract.spec import load_spec
 from spark_jobs.generate import generate
-from spark_jobs.runtime.spec import load_spec
 
 JOBS = (
     "sessions", "fraud_alerts", "service_health", "user_counts", "windowed_counts",

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from spark_jobs.runtime.spec import JobSpec, load_spec
+from spark_jobs.contract.spec import JobSpec, load_spec
 
 T0 = datetime(2026, 3, 15, 12, 0, tzinfo=UTC)
 

@@ -15,9 +15,9 @@ from spark_jobs.checkpoints.restore import restore
 from spark_jobs.checkpoints.roots import Target
 from spark_jobs.checkpoints.snapshots import take_snapshot
 from spark_jobs.cli import main as cli_main
+from spark_jobs.contract.spec import load_spec
 from spark_jobs.jobs.runner import run_job
 from spark_jobs.runtime.lock import JobLock
-from spark_jobs.runtime.spec import load_spec
 
 pytestmark = pytest.mark.integration
 

@@ -25,10 +25,10 @@ from spark_jobs.checkpoints.roots import Target
 from spark_jobs.checkpoints.snapshots import list_snapshots, take_snapshot
 from spark_jobs.checkpoints.validate import validate_checkpoint
 from spark_jobs.cli import main as cli_main
-from spark_jobs.errors import LockHeld, UserError
+from spark_jobs.contract.errors import LockHeld, UserError
+from spark_jobs.contract.spec import load_spec
 from spark_jobs.jobs.runner import run_job
 from spark_jobs.runtime.lock import JobLock
-from spark_jobs.runtime.spec import load_spec
 
 pytestmark = pytest.mark.integration
 

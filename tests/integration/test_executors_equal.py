@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from spark_jobs.checkpoints.inspect import state_rows
+from spark_jobs.contract.spec import load_spec
 from spark_jobs.generate import generate
 from spark_jobs.jobs.runner import run_job
 from spark_jobs.runtime.progress import read_progress
-from spark_jobs.runtime.spec import load_spec
 
 pytestmark = pytest.mark.integration
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from spark_jobs.errors import UserError
+from spark_jobs.contract.errors import UserError
 from spark_jobs.io import tables
 from spark_jobs.publish import LEDGER_DIR, SCOPE, publish_rows, published
 

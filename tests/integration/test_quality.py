@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from spark_jobs.contract.spec import load_spec
 from spark_jobs.io.tables import OUTPUTS, QUARANTINE
 from spark_jobs.quality import results
 from spark_jobs.quality.runner import run_quality
-from spark_jobs.runtime.spec import load_spec
 
 pytestmark = pytest.mark.integration
 
@@ -271,7 +271,7 @@ def test_cli_prints_a_table_and_exits_1_on_fail_2_when_it_cannot_run(spark, tmp_
 
 
 def test_spec_without_thresholds_and_suite_errors_are_exit_2(spark, tmp_path):
-    from spark_jobs.errors import UserError
+    from spark_jobs.contract.errors import UserError
 
     job = "sessions"
     spec = replace(spec_for(job, tmp_path), quality={})

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from test_quality import DEFECTS, clean_row, log_progress, minutes, quarantine, write
 
-from spark_jobs.errors import UserError
+from spark_jobs.contract.errors import UserError
+from spark_jobs.contract.spec import load_spec
 from spark_jobs.quality.runner import run_quality
-from spark_jobs.runtime.spec import load_spec
 
 pytestmark = pytest.mark.integration
 

@@ -15,10 +15,10 @@ from spark_jobs.checkpoints.inspect import inspect_checkpoint
 from spark_jobs.checkpoints.repartition import repartition
 from spark_jobs.checkpoints.roots import resolve
 from spark_jobs.checkpoints.snapshots import list_snapshots
-from spark_jobs.errors import UserError
+from spark_jobs.contract.errors import UserError
+from spark_jobs.contract.spec import load_spec
 from spark_jobs.generate import generate
 from spark_jobs.jobs.runner import run_job
-from spark_jobs.runtime.spec import load_spec
 
 pytestmark = pytest.mark.integration
 

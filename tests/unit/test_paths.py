@@ -9,15 +9,15 @@ import sys
 
 import pytest
 
-from spark_jobs.runtime import paths
+from spark_jobs.contract import paths
 
 pytestmark = pytest.mark.unit
 
 
 def test_the_resolver_module_pulls_in_neither_spark_nor_airflow():
     code = (
-        "import json, sys; from spark_jobs.runtime.paths import resolve, roots, outside_roots;"
-        "from spark_jobs.runtime.spec import load_spec;"
+        "import json, sys; from spark_jobs.contract.paths import resolve, roots, outside_roots;"
+        "from spark_jobs.contract.spec import load_spec;"
         "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & {'pyspark', 'py4j', 'airflow', 'delta'})))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

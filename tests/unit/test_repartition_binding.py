@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from spark_jobs.errors import UserError
+from spark_jobs.contract.errors import UserError
 from spark_jobs.runtime import binding
 
 pytestmark = pytest.mark.unit

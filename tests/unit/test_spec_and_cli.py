@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from spark_jobs.cli import main
-from spark_jobs.errors import UserError
+from spark_jobs.contract.durations import parse_seconds, spark_interval
+from spark_jobs.contract.errors import UserError
+from spark_jobs.contract.spec import Trigger, list_jobs, load_spec, parse_spec
 from spark_jobs.generate import generate
-from spark_jobs.runtime.durations import parse_seconds, spark_interval
-from spark_jobs.runtime.spec import Trigger, list_jobs, load_spec, parse_spec
 
 pytestmark = pytest.mark.unit
 

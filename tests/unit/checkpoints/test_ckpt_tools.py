@@ -19,7 +19,7 @@ from spark_jobs.checkpoints.snapshots import list_snapshots, plan_prune, prune, 
 from spark_jobs.checkpoints.synthetic import make_checkpoint
 from spark_jobs.checkpoints.validate import validate_checkpoint
 from spark_jobs.cli import main as cli_main
-from spark_jobs.errors import UserError
+from spark_jobs.contract.errors import UserError
 
 pytestmark = pytest.mark.unit
 

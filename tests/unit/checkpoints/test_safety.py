@@ -18,7 +18,7 @@ from spark_jobs.checkpoints.roots import Target
 from spark_jobs.checkpoints.snapshots import list_snapshots, prune, take_snapshot
 from spark_jobs.checkpoints.synthetic import LiveWriter, make_checkpoint
 from spark_jobs.cli import main as cli_main
-from spark_jobs.errors import UserError
+from spark_jobs.contract.errors import UserError
 
 pytestmark = pytest.mark.unit
 

@@ -7,7 +7,8 @@ from datetime import datetime
 
 import pytest
 
-from spark_jobs.errors import UserError
+from spark_jobs.contract.errors import UserError
+from spark_jobs.contract.spec import list_jobs, load_spec
 from spark_jobs.io import tables
 from spark_jobs.quality import results
 from spark_jobs.quality.suites import (
@@ -17,7 +18,6 @@ from spark_jobs.quality.suites import (
     load_suite,
     parse_suite,
 )
-from spark_jobs.runtime.spec import list_jobs, load_spec
 
 pytestmark = pytest.mark.unit
 

@@ -1,7 +1,7 @@
 """Job specs: ``include/jobs/JOB.yaml`` read in one place, for the Spark side and the DAGs alike.
 
 A spec names a job's input(s), output, checkpoint, watermark, state store, trigger and parameters.
-Relative paths are resolved by :func:`spark_jobs.runtime.paths.resolve` (``.data/...`` under the
+Relative paths are resolved by :func:`spark_jobs.contract.paths.resolve` (``.data/...`` under the
 data folder), the same resolver the Airflow plugin uses.
 """
 
@@ -15,10 +15,10 @@ from typing import Any
 
 import yaml
 
-from spark_jobs.errors import UserError
+from spark_jobs.contract import paths
+from spark_jobs.contract.durations import parse_seconds
+from spark_jobs.contract.errors import UserError
 from spark_jobs.io.events import DEFAULT_MAX_FUTURE_SECONDS
-from spark_jobs.runtime import paths
-from spark_jobs.runtime.durations import parse_seconds
 
 STATE_STORES = ("rocksdb", "hdfs")
 MODES = ("catch-up", "continuous")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from spark_jobs.errors import UserError
+from spark_jobs.contract.errors import UserError
 
 _UNITS = {
     "ms": 0.001, "millisecond": 0.001, "milliseconds": 0.001,
