@@ -215,7 +215,6 @@ def supervisor_dag(job: str, doc_md: str | None = None) -> DAG:
     from spark_jobs.contract.spec import load_spec
 
     spec = load_spec(job)
-    sup = spec.supervise
     with DAG(
         dag_id=f"supervise_{job}",
         description=f"Keeps one processing-time query of {job} alive and healthy",
@@ -230,16 +229,12 @@ def supervisor_dag(job: str, doc_md: str | None = None) -> DAG:
             "action": Param("supervise", type="string", enum=["supervise", "stop"], description="supervise: start the driver if none runs, watch it, restart it when dead or stalled. stop: stop the running driver (e.g. before maintenance)."),
             "trigger": Param(str(spec.trigger), type="string", pattern="^processing-time:", description="The query's processing-time trigger, e.g. processing-time:30s."),
             "watch_minutes": Param(10, type="number", exclusiveMinimum=0, description="How long one run watches the driver; the next scheduled run takes over."),
-            "restart_backoff_seconds": Param(30 if "restart_backoff" not in sup else None, type=["null", "number"], description="First wait before relaunching a dead driver (doubles per restart). Empty: the spec's supervise.restart_backoff."),
-            "max_restarts": Param(int(sup.get("max_restarts", 5)), type="integer", minimum=0, description="Restarts allowed within the restart window (spec supervise.restart_window, counted across runs) before the task fails without retry and alerts."),
+            "restart_backoff_seconds": Param(None, type=["null", "number"], description="First wait before relaunching a dead driver (doubles per restart). Empty: the spec's supervise.restart_backoff."),
+            "max_restarts": Param(spec.supervise.max_restarts, type="integer", minimum=0, description="Restarts allowed within the restart window (spec supervise.restart_window, counted across runs) before the task fails without retry and alerts."),
             "poll_seconds": Param(10, type="number", exclusiveMinimum=0, description="How often the trigger reads the lock and the progress log."),
             **path_params(),
         },
     ) as dag:  # fmt: skip
-        from spark_jobs.contract.durations import parse_seconds
-
-        backoff = parse_seconds(sup.get("restart_backoff", "30 seconds"), "restart_backoff")
-        window = parse_seconds(sup.get("restart_window", "1 hour"), "restart_window")
         StreamingSupervisorOperator(
             task_id="supervise",
             job=job,
@@ -247,9 +242,8 @@ def supervisor_dag(job: str, doc_md: str | None = None) -> DAG:
             trigger="{{ params.trigger }}",
             overrides={k: _jinja(f"params.{k} or ''") for k in ("input", "output", "checkpoint")},
             watch_seconds="{{ params.watch_minutes * 60 }}",
-            restart_backoff=_jinja(f"params.restart_backoff_seconds or {backoff}"),
+            restart_backoff=_jinja("params.restart_backoff_seconds or ''"),
             max_restarts="{{ params.max_restarts }}",
-            restart_window=window,
             poll_seconds="{{ params.poll_seconds }}",
             doc_md="Attaches to the running driver or launches one; waits in DriverWatchTrigger.",
         )
@@ -260,7 +254,7 @@ def maintenance_dag(doc_md: str | None = None) -> DAG:
     """``checkpoint_maintenance``: per job with snapshots: validate -> snapshot -> prune."""
     from spark_jobs.contract.spec import load_all
 
-    specs = [s for s in load_all() if s.snapshots]
+    specs = [s for s in load_all() if s.snapshots.every is not None]
     with DAG(
         dag_id="checkpoint_maintenance",
         description="Validate, snapshot and prune the jobs' checkpoints",

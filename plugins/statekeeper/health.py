@@ -14,6 +14,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from spark_jobs.contract.blocks import Supervise
 from spark_jobs.kafka.lag import total_behind
 from spark_jobs.runtime.progress import HEARTBEAT, is_batch, is_idle
 
@@ -21,29 +22,30 @@ RESTART_VERDICTS = ("dead", "stalled")
 ALIVE_VERDICTS = ("healthy", "idle")  # a started driver: processing, or caught up and waiting
 
 
+_SUPERVISE = Supervise()  # the spec's defaults, for thresholds built without a spec
+
+
 @dataclass(frozen=True)
 class Thresholds:
-    max_progress_age: float = 300.0  # seconds without a progress record before "stalled"
+    """What ``assess`` judges by: the spec's ``supervise:`` block plus the trigger interval."""
+
+    max_progress_age: float = _SUPERVISE.max_progress_age
     trigger_interval: float = 30.0  # the job's processing-time trigger, seconds
-    max_batch_to_trigger_ratio: float = 2.0  # batch duration / trigger interval before "slow"
+    max_batch_to_trigger_ratio: float = _SUPERVISE.max_batch_to_trigger_ratio
     window: int = 5  # how many recent batches the rate and state checks look at
-    startup_grace: float = 180.0  # seconds a new driver gets before its first progress is due
-    # A batch that heartbeats is alive however long it runs, up to this (then it is hung).
-    max_batch_duration: float = 3600.0
+    startup_grace: float = _SUPERVISE.startup_grace
+    max_batch_duration: float = _SUPERVISE.max_batch_duration
 
     @classmethod
-    def from_spec(cls, supervise: dict[str, Any], trigger_interval: float, parse) -> Thresholds:
-        """From a spec's ``supervise:`` block; ``parse`` turns ``5 minutes`` into seconds."""
-        kw: dict[str, Any] = {"trigger_interval": trigger_interval or 30.0}
-        if "max_progress_age" in supervise:
-            kw["max_progress_age"] = parse(supervise["max_progress_age"])
-        if "max_batch_to_trigger_ratio" in supervise:
-            kw["max_batch_to_trigger_ratio"] = float(supervise["max_batch_to_trigger_ratio"])
-        if "startup_grace" in supervise:
-            kw["startup_grace"] = parse(supervise["startup_grace"])
-        if "max_batch_duration" in supervise:
-            kw["max_batch_duration"] = parse(supervise["max_batch_duration"])
-        return cls(**kw)
+    def from_spec(cls, supervise: Supervise, trigger_interval: float) -> Thresholds:
+        """From a spec's ``supervise:`` block and its trigger interval (0: available-now)."""
+        return cls(
+            max_progress_age=supervise.max_progress_age,
+            trigger_interval=trigger_interval or cls.trigger_interval,
+            max_batch_to_trigger_ratio=supervise.max_batch_to_trigger_ratio,
+            startup_grace=supervise.startup_grace,
+            max_batch_duration=supervise.max_batch_duration,
+        )
 
 
 @dataclass

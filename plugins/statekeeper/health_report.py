@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from spark_jobs.contract import paths
-from spark_jobs.contract.durations import parse_seconds
 from spark_jobs.contract.errors import UserError
 from spark_jobs.contract.spec import JobSpec, list_jobs, load_spec
 from spark_jobs.runtime import lock, progress, progress_tail
@@ -141,9 +140,7 @@ def status(spec: JobSpec, tail: Tail, now: float) -> tuple[str, str, list[str]]:
         alive = False
     if not tail.recent and not alive:
         return "never_run", "no progress recorded yet", []
-    th = Thresholds.from_spec(
-        spec.supervise, spec.trigger.interval_seconds, lambda v: parse_seconds(v, "supervise")
-    )
+    th = Thresholds.from_spec(spec.supervise, spec.trigger.interval_seconds)
     h = assess(tail.recent, alive, th, now=now)
     if h.verdict == "dead" and spec.mode == "catch-up":
         return "idle", "catch-up job between runs: the next run starts on its schedule", h.warnings

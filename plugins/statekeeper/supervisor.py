@@ -23,10 +23,10 @@ import fcntl
 import os
 import socket
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
-from typing import Any
+from typing import Any, TypeVar
 
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
@@ -64,6 +64,16 @@ def launch_lock(checkpoint: str) -> Iterator[bool]:
         os.close(fd)
 
 
+T = TypeVar("T")
+
+
+def _given(value: Any, kind: Callable[[Any], T], default: T) -> T:
+    """A templated operator argument as ``kind``, or the spec's ``default`` when it rendered empty."""
+    return (
+        default if str(value if value is not None else "").strip() in ("", "None") else kind(value)
+    )
+
+
 class StreamingSupervisorOperator(BaseOperator):
     """Supervise (or stop) the continuous driver of ``job``.
 
@@ -71,6 +81,7 @@ class StreamingSupervisorOperator(BaseOperator):
     :param trigger: the query's trigger, e.g. ``processing-time:30s``; empty = the spec's.
     :param overrides: ``{"input": ..., "output": ..., "checkpoint": ...}``, empty = the spec's.
     :param watch_seconds: how long one task run watches before it ends (the next run takes over).
+    :param restart_backoff, max_restarts, restart_window: empty = the spec's ``supervise:`` block.
     """
 
     template_fields: Sequence[str] = (
@@ -93,9 +104,9 @@ class StreamingSupervisorOperator(BaseOperator):
         trigger: str = "",
         overrides: dict[str, str] | None = None,
         watch_seconds: Any = 600,
-        restart_backoff: Any = 30,
-        max_restarts: Any = 5,
-        restart_window: Any = 3600,
+        restart_backoff: Any = None,
+        max_restarts: Any = None,
+        restart_window: Any = None,
         poll_seconds: Any = 5,
         conn_id: str = "spark_default",
         **kwargs: Any,
@@ -130,13 +141,9 @@ class StreamingSupervisorOperator(BaseOperator):
         )
 
     def _thresholds(self, spec: Any) -> dict[str, Any]:
-        from spark_jobs.contract.durations import parse_seconds
         from statekeeper.health import Thresholds
 
-        th = Thresholds.from_spec(
-            spec.supervise, spec.trigger.interval_seconds, lambda v: parse_seconds(v, "supervise")
-        )
-        return asdict(th)
+        return asdict(Thresholds.from_spec(spec.supervise, spec.trigger.interval_seconds))
 
     def _args(self, spec: Any) -> list[str]:
         ov = self.overrides or {}
@@ -180,12 +187,13 @@ class StreamingSupervisorOperator(BaseOperator):
                 self.log.info("a driver is already there (%s); attaching, not launching", who)
                 run["events"].append({"at": time.time(), "what": "attached", "pid": who.get("pid")})
                 return self._watch(run, ckpt, spec, state.get("launched_at"), state.get("pid"))
-            window = float(self.restart_window)
+            window = _given(self.restart_window, float, spec.supervise.restart_window)
+            budget = _given(self.max_restarts, int, spec.supervise.max_restarts)
             spent = driver.restarts_in_window(state, window)
-            if len(spent) > int(self.max_restarts):
+            if len(spent) > budget:
                 raise RestartBudgetSpent(
                     f"job {self.job}: driver restarted {len(spent)} times in the last "
-                    f"{window / 60:.0f} min (max_restarts={self.max_restarts}); not launching "
+                    f"{window / 60:.0f} min (max_restarts={budget}); not launching "
                     f"again until the window passes; see {driver.DRIVER_LOG} under "
                     f"{driver.statekeeper_dir(ckpt)}"
                 )
@@ -260,10 +268,13 @@ class StreamingSupervisorOperator(BaseOperator):
         if health.get("verdict") == "stalled":
             self.log.info(driver.stop(spec.checkpoint, driver.read_state(spec.checkpoint)))
         run["restarts"] += 1
-        driver.record_restart(spec.checkpoint, float(self.restart_window))
+        driver.record_restart(
+            spec.checkpoint, _given(self.restart_window, float, spec.supervise.restart_window)
+        )
         run["events"].append(
             {"at": time.time(), "what": health.get("verdict"), "why": health.get("reason")}
         )
-        backoff = min(float(self.restart_backoff) * 2 ** (run["restarts"] - 1), MAX_BACKOFF)
+        first = _given(self.restart_backoff, float, spec.supervise.restart_backoff)
+        backoff = min(first * 2 ** (run["restarts"] - 1), MAX_BACKOFF)
         run["not_before"] = time.time() + backoff
         return self._step(context, run)

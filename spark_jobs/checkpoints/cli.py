@@ -8,9 +8,8 @@ import json
 from typing import Any
 
 from spark_jobs.checkpoints import roots
+from spark_jobs.contract.blocks import Snapshots
 from spark_jobs.contract.errors import UserError
-
-DEFAULT_KEEP = 7
 
 
 def _target(args: argparse.Namespace) -> roots.Target:
@@ -85,8 +84,8 @@ def cmd_prune(args: argparse.Namespace) -> int:
     from spark_jobs.contract.durations import parse_seconds
 
     t = _target(args)
-    policy = dict(getattr(t.spec, "snapshots", None) or {})
-    keep = args.keep if args.keep is not None else int(policy.get("keep", DEFAULT_KEEP))
+    policy = t.spec.snapshots if t.spec is not None else Snapshots()
+    keep = args.keep if args.keep is not None else policy.keep
     max_age = parse_seconds(args.max_age, "--max-age") if args.max_age else None
     r = prune(t, keep=keep, max_age_s=max_age, dry_run=args.dry_run)
     verb = "would delete" if args.dry_run else "deleted"
@@ -223,7 +222,7 @@ def register(subparsers: Any) -> None:
     sp.add_argument(
         "--keep",
         type=int,
-        help=f"snapshots to keep (default: spec snapshots.keep or {DEFAULT_KEEP})",
+        help=f"snapshots to keep (default: spec snapshots.keep or {Snapshots().keep})",
     )
     sp.add_argument(
         "--max-age", metavar="DURATION", help="delete snapshots older than this, e.g. 14d"

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from spark_jobs.contract import paths
 from spark_jobs.contract.errors import UserError
+from spark_jobs.contract.spec import JobSpec
 
 CHECKPOINT_ROOTS_ENV = "STATEKEEPER_CHECKPOINT_ROOTS"
 SNAPSHOT_ROOTS_ENV = "STATEKEEPER_SNAPSHOT_ROOTS"
@@ -29,7 +30,7 @@ class Target:
     checkpoint: str
     snapshot_root: str
     job: str
-    spec: object | None = None  # JobSpec, when --job was given
+    spec: JobSpec | None = None  # when --job was given
 
 
 def _env_roots(name: str) -> list[str]:

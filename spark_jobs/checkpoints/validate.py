@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from spark_jobs.checkpoints.layout import Layout, read_layout
-from spark_jobs.contract.durations import parse_seconds
+from spark_jobs.contract.durations import describe
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 EXIT_CLEAN, EXIT_WARNINGS, EXIT_ERRORS = 0, 10, 20
@@ -371,12 +371,7 @@ def recovery_window(lay: Layout) -> dict[str, Any]:
 
 
 def _check_recovery(lay: Layout, rep: Report, spec: Any, snapshot_root: str | None) -> None:
-    snaps = dict(spec.snapshots or {})
-    window_text = snaps.get("recovery_window")
-    every_text = snaps.get("every")
-    window = parse_seconds(window_text, "snapshots.recovery_window") if window_text else None
-    every = parse_seconds(every_text, "snapshots.every") if every_text else None
-    keep = int(snaps.get("keep", 0) or 0)
+    window, every, keep = spec.snapshots.recovery_window, spec.snapshots.every, spec.snapshots.keep
 
     if every:
         from spark_jobs.checkpoints import snapshots as snapmod
@@ -387,12 +382,13 @@ def _check_recovery(lay: Layout, rep: Report, spec: Any, snapshot_root: str | No
         age_ckpt = time.time() - lay.files["metadata"].mtime if "metadata" in lay.files else 0.0
         if newest is None and age_ckpt > 2 * every:
             rep.add(
-                "SNAPSHOT_STALE", f"no snapshot in {root}; the spec asks for one every {every_text}"
+                "SNAPSHOT_STALE",
+                f"no snapshot in {root}; the spec asks for one every {describe(every)}",
             )
         elif newest is not None and time.time() - newest["created_ts"] > 2 * every:
             rep.add(
                 "SNAPSHOT_STALE",
-                f"newest snapshot {newest['id']} is older than twice snapshots.every ({every_text})",
+                f"newest snapshot {newest['id']} is older than twice snapshots.every ({describe(every)})",
             )
 
     if window:
@@ -404,14 +400,14 @@ def _check_recovery(lay: Layout, rep: Report, spec: Any, snapshot_root: str | No
             need = int(window / interval) + 1 if interval else None
             rep.add(
                 "RECOVERY_WINDOW_UNMET",
-                f"the spec asks for a recovery window of {window_text}; min_batches_to_retain "
+                f"the spec asks for a recovery window of {describe(window)}; min_batches_to_retain "
                 f"{spec.min_batches_to_retain} at one batch per {interval:.0f}s covers {by_disk / 3600:.1f} h "
                 f"(needs >= {need}) and snapshots cover {by_schedule / 3600:.1f} h",
             )
         elif by_disk is None and every and keep and by_schedule < window:
             rep.add(
                 "RECOVERY_WINDOW_UNMET",
-                f"snapshots every {every_text} x keep {keep} cover less than the recovery window {window_text}",
+                f"snapshots every {describe(every)} x keep {keep} cover less than the recovery window {describe(window)}",
             )
 
 

@@ -26,6 +26,15 @@ def parse_seconds(text: str | int | float, what: str = "duration") -> float:
     return float(m.group(1)) * _UNITS[m.group(2)]
 
 
+def describe(seconds: float) -> str:
+    """``seconds`` as people write it in a spec: ``2 hours``, ``1 day``, ``90 seconds``."""
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            n = int(seconds // size)
+            return f"{n} {unit}" if n == 1 else f"{n} {unit}s"
+    return "1 second" if seconds == 1 else f"{seconds:g} seconds"
+
+
 def spark_interval(seconds: float) -> str:
     """A Spark interval string (``withWatermark``, ``window``, trigger) for ``seconds``."""
     if seconds >= 3600 and seconds % 3600 == 0:

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from spark_jobs.contract import paths
+from spark_jobs.contract.blocks import Quality, Snapshots, Supervise, parse_block
 from spark_jobs.contract.durations import parse_seconds
 from spark_jobs.contract.errors import UserError
 from spark_jobs.io.events import DEFAULT_MAX_FUTURE_SECONDS
@@ -83,9 +84,9 @@ class JobSpec:
     output_mode: str
     executor: str
     params: dict[str, Any] = field(default_factory=dict)
-    quality: dict[str, Any] = field(default_factory=dict)
-    snapshots: dict[str, Any] = field(default_factory=dict)
-    supervise: dict[str, Any] = field(default_factory=dict)
+    quality: Quality = field(default_factory=Quality)
+    snapshots: Snapshots = field(default_factory=Snapshots)
+    supervise: Supervise = field(default_factory=Supervise)
     owner: str = "platform"
     tags: tuple[str, ...] = ()
     path: str = ""
@@ -157,6 +158,8 @@ class JobSpec:
 
         d = asdict(self)
         d["trigger"] = str(self.trigger)
+        for block in ("quality", "snapshots", "supervise"):
+            d[block] = getattr(self, block).model_dump()
         d["kafka_options"] = masked(self.kafka_options)
         return d
 
@@ -267,9 +270,9 @@ def parse_spec(raw: dict[str, Any], where: str, default_name: str | None = None)
         output_mode=choice("output_mode", OUTPUT_MODES, "append"),
         executor=choice("executor", ("per-key", "batched"), "per-key"),
         params=dict(raw.get("params") or {}),
-        quality=dict(raw.get("quality") or {}),
-        snapshots=dict(raw.get("snapshots") or {}),
-        supervise=dict(raw.get("supervise") or {}),
+        quality=parse_block(Quality, raw.get("quality"), "quality", where),
+        snapshots=parse_block(Snapshots, raw.get("snapshots"), "snapshots", where),
+        supervise=parse_block(Supervise, raw.get("supervise"), "supervise", where),
         owner=str(raw.get("owner", "platform")),
         tags=tuple(raw.get("tags") or ()),
         path=where,

@@ -3,8 +3,8 @@ into pandas, for Great Expectations' pandas engine.
 
 Small increments (the catch-up DAG's usual case) are validated here; starting Spark for them
 cost ~40 s. ``engine_for`` decides from the Delta log alone (no data read): the rows added in
-the versions to validate, at most ``quality.pandas_max_rows`` of the job spec (default
-``PANDAS_MAX_ROWS``), go to pandas, bigger ones (or an unknown count) to Spark. Both engines
+the versions to validate, at most ``quality.pandas_max_rows`` of the job spec (default in
+:class:`spark_jobs.contract.blocks.Quality`), go to pandas, bigger ones (or an unknown count) to Spark. Both engines
 give the same verdicts (tests/integration/test_quality_engines.py).
 
 Timestamps come out as naive local datetimes, as Spark hands them to Python, so run-time
@@ -20,14 +20,13 @@ from spark_jobs.contract import paths
 from spark_jobs.quality.incremental import CDF_COLUMNS, NEW_ROW_TYPES, Slice, current_version
 from spark_jobs.quality.suites import spark_type_name
 
-PANDAS_MAX_ROWS = 1_000_000  # rows to validate up to which no JVM is started (spec may override)
 ENGINES = ("auto", "pandas", "spark")
 # Reader features delta-rs (deltalake 1.6.6) refuses to read: such tables go to Spark.
 UNSUPPORTED_READER_FEATURES = {"deletionVectors"}
 
 
 def max_rows(spec: Any) -> int:
-    return int(spec.quality.get("pandas_max_rows", PANDAS_MAX_ROWS))
+    return int(spec.quality.pandas_max_rows)
 
 
 def unreadable(uri: str) -> str | None:

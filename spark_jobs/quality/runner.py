@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_jobs.contract import paths
-from spark_jobs.contract.durations import parse_seconds
+from spark_jobs.contract.durations import describe
 from spark_jobs.contract.errors import UserError
 from spark_jobs.io import tables
 from spark_jobs.quality import incremental, local, results
@@ -271,18 +271,16 @@ def _parameters(
     notes: dict[str, str] = {}
     last = progress.last_progress(spec.checkpoint) if _readable(spec.checkpoint) else None
     watermark = _watermark_epoch(last)
-    sla = spec.quality.get("freshness_sla")
+    sla = spec.quality.freshness_sla
     if sla is not None:
         ref = watermark if watermark is not None else time.time()
         # Spark hands timestamps to Python as naive local datetimes; compare like with like.
-        values[P_FRESHNESS_FLOOR] = datetime.fromtimestamp(
-            ref - parse_seconds(sla, "quality.freshness_sla")
-        )
+        values[P_FRESHNESS_FLOOR] = datetime.fromtimestamp(ref - sla)
         source = "the job's watermark" if watermark is not None else "the run time"
         for c in suite.checks:
             if c.macro == "freshness":
                 notes[c.label] = (
-                    f"floor {values[P_FRESHNESS_FLOOR]:%Y-%m-%d %H:%M:%S} = {source} - {sla}"
+                    f"floor {values[P_FRESHNESS_FLOOR]:%Y-%m-%d %H:%M:%S} = {source} - {describe(sla)}"
                 )
     trailing = history.trailing_rows(uri, suite.name, int(suite.volume["trailing_runs"]))
     lo, hi = results.volume_bounds(trailing, suite.volume)
@@ -292,7 +290,7 @@ def _parameters(
             notes[c.label] = (
                 f"trailing runs {trailing}; bounds {lo}..{hi if hi is not None else 'none yet'}"
             )
-    rate = spec.quality.get("max_quarantine_rate")
+    rate = spec.quality.max_quarantine_rate
     values[P_QUARANTINE_MAX] = None
     read = None
     if rate is not None:

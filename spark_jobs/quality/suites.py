@@ -36,6 +36,8 @@ from typing import Any
 import yaml
 
 from spark_jobs.contract import paths
+from spark_jobs.contract.blocks import Quality
+from spark_jobs.contract.durations import describe
 from spark_jobs.contract.errors import UserError
 from spark_jobs.io import tables
 
@@ -221,13 +223,13 @@ def expand(macro: str, spec: Any, severity: str, why: str, where: str = "") -> l
         return out
     if macro == "freshness":
         col = tables.TIME_COLUMN[job]
-        sla = spec.quality.get("freshness_sla")
+        sla = spec.quality.freshness_sla
         if sla is None:
             raise UserError(f"job {job}: freshness needs quality.freshness_sla in {spec.path}")
         return [
-            Check(f"freshness: newest {col} within {sla}", "expect_column_max_to_be_between",
+            Check(f"freshness: newest {col} within {describe(sla)}", "expect_column_max_to_be_between",
                   {"column": col, "min_value": {"$PARAMETER": P_FRESHNESS_FLOOR}}, severity, TABLE, macro,
-                  why or f"the newest {col} is at most {sla} behind the job's watermark (or the run time)")
+                  why or f"the newest {col} is at most {describe(sla)} behind the job's watermark (or the run time)")
         ]  # fmt: skip
     if macro == "volume":
         return [
@@ -236,13 +238,13 @@ def expand(macro: str, spec: Any, severity: str, why: str, where: str = "") -> l
                   severity, TABLE, macro, why or "the new rows are in line with the trailing runs")
         ]  # fmt: skip
     if macro == "quarantine_rate":
-        rate = spec.quality.get("max_quarantine_rate")
+        rate = spec.quality.max_quarantine_rate
         if rate is None:
             raise UserError(
                 f"job {job}: quarantine_rate needs quality.max_quarantine_rate in {spec.path}"
             )
         return [
-            Check(f"quarantine: rate <= {float(rate):g}", "expect_table_row_count_to_be_between",
+            Check(f"quarantine: rate <= {rate:g}", "expect_table_row_count_to_be_between",
                   {"min_value": 0, "max_value": {"$PARAMETER": P_QUARANTINE_MAX}}, severity, QUARANTINE,
                   macro, why or "bad records / all records read stays below the spec's threshold"),
             Check("quarantine: reason not null", "expect_column_values_to_not_be_null",
@@ -296,7 +298,8 @@ def _split_ddl(ddl: str) -> list[str]:
 
 
 def _resolve(value: Any, spec: Any, where: str) -> Any:
-    """``${params.x}`` / ``${quality.x}`` -> the spec's value (numbers stay numbers)."""
+    """``${params.x}`` / ``${quality.x}`` -> the spec's value (numbers stay numbers; a
+    ``quality`` duration is its seconds)."""
     if isinstance(value, list):
         return [_resolve(v, spec, where) for v in value]
     if not isinstance(value, str):
@@ -305,10 +308,16 @@ def _resolve(value: Any, spec: Any, where: str) -> Any:
     if not m:
         return value
     section, key = m.groups()
-    source = getattr(spec, section, None)
-    if not isinstance(source, dict) or key not in source:
-        raise UserError(f"expectation suite {where}: {value} is not set in {spec.path}")
-    return source[key]
+    if section == "params" and key in spec.params:
+        return spec.params[key]
+    # the typed quality block: an unknown name and an unset threshold alike are "not set"
+    if (
+        section == "quality"
+        and key in Quality.model_fields
+        and getattr(spec.quality, key) is not None
+    ):
+        return getattr(spec.quality, key)
+    raise UserError(f"expectation suite {where}: {value} is not set in {spec.path}")
 
 
 def _label(name: str, kwargs: dict[str, Any]) -> str:

@@ -15,6 +15,7 @@ from spark_jobs.checkpoints.restore import restore
 from spark_jobs.checkpoints.roots import Target
 from spark_jobs.checkpoints.snapshots import take_snapshot
 from spark_jobs.cli import main as cli_main
+from spark_jobs.contract.blocks import Snapshots
 from spark_jobs.contract.spec import load_spec
 from spark_jobs.jobs.runner import run_job
 from spark_jobs.runtime.lock import JobLock
@@ -59,7 +60,7 @@ def spec_for(tmp: Path):
     )
     # HDFS-backed state: a restored checkpoint re-run in this same JVM reads its state from the
     # files (see docs/checkpoints.md on RocksDB and new drivers).
-    return replace(spec, state_store="hdfs", shuffle_partitions=2, snapshots={})
+    return replace(spec, state_store="hdfs", shuffle_partitions=2, snapshots=Snapshots())
 
 
 def output_rows(spark, spec) -> list[tuple]:

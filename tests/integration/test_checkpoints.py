@@ -25,6 +25,7 @@ from spark_jobs.checkpoints.roots import Target
 from spark_jobs.checkpoints.snapshots import list_snapshots, take_snapshot
 from spark_jobs.checkpoints.validate import validate_checkpoint
 from spark_jobs.cli import main as cli_main
+from spark_jobs.contract.blocks import Snapshots
 from spark_jobs.contract.errors import LockHeld, UserError
 from spark_jobs.contract.spec import load_spec
 from spark_jobs.jobs.runner import run_job
@@ -63,7 +64,11 @@ def spec_for(tmp: Path, store: str | None = None):
     if store is None:
         return spec
     return replace(
-        spec, state_store=store, shuffle_partitions=2, max_files_per_trigger=1, snapshots={}
+        spec,
+        state_store=store,
+        shuffle_partitions=2,
+        max_files_per_trigger=1,
+        snapshots=Snapshots(),
     )
 
 
@@ -203,10 +208,10 @@ CASES = {
     ),
     "RETAINED_TOO_MANY": (None, {"min_batches_to_retain": 1}, {"TOO_MANY_SLACK": 0}),
     "STATE_CLEANUP_LAGGING": (None, {"min_batches_to_retain": 1}, {"STATE_VERSIONS_LIMIT": 0}),
-    "RECOVERY_WINDOW_UNMET": (None, {"snapshots": {"recovery_window": "30 days"}}, {}),
+    "RECOVERY_WINDOW_UNMET": (None, {"snapshots": Snapshots(recovery_window="30 days")}, {}),
     "SNAPSHOT_STALE": (
         lambda ck: os.utime(ck / "metadata", (1, 1)),
-        {"snapshots": {"every": "1 hour", "keep": 3}},
+        {"snapshots": Snapshots(every="1 hour", keep=3)},
         {},
     ),
     "FILE_SOURCE_LOG_BLOAT": (_fill_source_log, {}, {"SOURCE_LOG_BLOAT_BYTES": 100}),

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from spark_jobs.contract.blocks import Quality
 from spark_jobs.contract.spec import load_spec
 from spark_jobs.io.tables import OUTPUTS, QUARANTINE
 from spark_jobs.quality import results
@@ -274,7 +275,7 @@ def test_spec_without_thresholds_and_suite_errors_are_exit_2(spark, tmp_path):
     from spark_jobs.contract.errors import UserError
 
     job = "sessions"
-    spec = replace(spec_for(job, tmp_path), quality={})
+    spec = replace(spec_for(job, tmp_path), quality=Quality())
     write(spark, job, tmp_path / job, [clean_row(job, 0)])
     with pytest.raises(UserError, match="freshness needs quality.freshness_sla") as err:
         run_quality(spec, spark=spark)
