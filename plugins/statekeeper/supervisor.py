@@ -19,8 +19,6 @@ without launching until the window has moved past the restarts.
 
 from __future__ import annotations
 
-import fcntl
-import os
 import socket
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -31,6 +29,8 @@ from typing import Any, TypeVar
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
+from spark_jobs.contract.errors import LockHeld
+from spark_jobs.contract.lock import FileLock
 from spark_jobs.runtime import procs
 from statekeeper import driver
 from statekeeper.params import check_path_params
@@ -47,21 +47,16 @@ class RestartBudgetSpent(AirflowFailException):
 @contextmanager
 def launch_lock(checkpoint: str) -> Iterator[bool]:
     """Held while deciding to launch; False when another supervisor is deciding right now."""
-    path = driver.statekeeper_dir(checkpoint) / "supervisor.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    lock = FileLock(driver.statekeeper_dir(checkpoint) / "supervisor.lock")
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+        lock.acquire()
+    except LockHeld:
+        yield False
+        return
+    try:
+        yield True
     finally:
-        os.close(fd)
+        lock.release()
 
 
 T = TypeVar("T")

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import hashlib
 import json
 import os
@@ -32,6 +31,7 @@ from spark_jobs.checkpoints.layout import STATEKEEPER_DIR, filesystem, list_file
 from spark_jobs.checkpoints.roots import Target
 from spark_jobs.contract import paths
 from spark_jobs.contract.errors import LockHeld, UserError
+from spark_jobs.contract.lock import FileLock
 from spark_jobs.runtime.lock import JobLock, holder
 
 MANIFEST = "manifest.json"
@@ -53,18 +53,17 @@ def store_lock(root: str) -> Iterator[None]:
     if local is None:
         yield
         return
-    local.mkdir(parents=True, exist_ok=True)
-    fd = os.open(local / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+    lock = FileLock(local / "lock")
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise UserError(
-                f"snapshot store {root} is busy with another snapshot, prune or restore; try again"
-            ) from None
+        lock.acquire()
+    except LockHeld:
+        raise UserError(
+            f"snapshot store {root} is busy with another snapshot, prune or restore; try again"
+        ) from None
+    try:
         yield
     finally:
-        os.close(fd)
+        lock.release()
 
 
 def object_path(store_root: str, sha: str) -> str:

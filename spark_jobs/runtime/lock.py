@@ -1,4 +1,5 @@
-"""One writer per checkpoint: an ``flock`` on ``<checkpoint>/_statekeeper/lock``.
+"""One writer per checkpoint: an ``flock`` (:mod:`spark_jobs.contract.lock`) on
+``<checkpoint>/_statekeeper/lock``.
 
 The kernel drops an flock when its process dies, so a lock left by a killed run is free at once
 and is taken over safely; the file's text (pid, host, start) only tells people who holds it.
@@ -6,7 +7,6 @@ and is taken over safely; the file's text (pid, host, start) only tells people w
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import socket
@@ -16,6 +16,7 @@ from typing import Any
 
 from spark_jobs.contract import paths
 from spark_jobs.contract.errors import LockHeld, UserError
+from spark_jobs.contract.lock import FileLock, is_locked
 from spark_jobs.runtime import procs
 
 
@@ -36,15 +37,12 @@ class JobLock:
         self.job = job
         self.purpose = purpose
         self.path = lock_path(checkpoint)
-        self._fd: int | None = None
+        self._lock = FileLock(self.path)
 
     def acquire(self) -> JobLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
+            fd = self._lock.acquire().fd
+        except LockHeld:
             who = describe(holder(self.checkpoint))
             raise LockHeld(
                 f"checkpoint {self.checkpoint} is in use by {who}; wait for it to finish or stop "
@@ -60,17 +58,14 @@ class JobLock:
         }
         os.ftruncate(fd, 0)
         os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
-        self._fd = fd
         return self
 
     def release(self) -> None:
-        if self._fd is not None:
+        if self._lock.held:
             try:
-                os.ftruncate(self._fd, 0)
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
+                os.ftruncate(self._lock.fd, 0)  # a free lock names nobody
             finally:
-                os.close(self._fd)
-                self._fd = None
+                self._lock.release()
 
     def __enter__(self) -> JobLock:
         return self.acquire()
@@ -81,17 +76,7 @@ class JobLock:
 
 def is_held(checkpoint: str) -> bool:
     """True while a live process holds the lock (probing never takes it for long)."""
-    path = lock_path(checkpoint)
-    if not path.exists():
-        return False
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    return is_locked(lock_path(checkpoint))
 
 
 def holder(checkpoint: str) -> dict[str, Any] | None:
