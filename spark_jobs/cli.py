@@ -11,7 +11,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from spark_jobs.contract.errors import UserError
+from spark_jobs.contract.errors import ExitCode, UserError
 
 # Packages that add their own subcommands through ``register(subparsers)``.
 SUBCOMMAND_MODULES = (
@@ -26,7 +26,7 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage mistake is one line (and exit code 2), not a usage dump."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UserError(f"{self.prog}: {message} (see --help)", exit_code=2)
+        raise UserError(f"{self.prog}: {message} (see --help)")
 
 
 def parse_conf(pairs: Sequence[str] | None) -> dict[str, str]:
@@ -161,4 +161,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         print("statekeeper: interrupted", file=sys.stderr)
-        return 130
+        return ExitCode.INTERRUPTED

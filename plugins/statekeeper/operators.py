@@ -12,6 +12,7 @@ from typing import Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
+from spark_jobs.contract.errors import ExitCode
 from spark_jobs.contract.paths import resolve
 from statekeeper.hooks import CliResult, StatekeeperCliHook
 from statekeeper.params import check_path_params
@@ -35,7 +36,7 @@ class SparkJobsCliOperator(BaseOperator):
 
     template_fields: Sequence[str] = ("arguments", "skip_reason")
     ui_color = "#e8f0fe"
-    warn_codes: tuple[int, ...] = ()
+    warn_codes: tuple[ExitCode, ...] = ()
 
     def __init__(self, *, arguments: list[str], skip_reason: str = "", **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -51,7 +52,7 @@ class SparkJobsCliOperator(BaseOperator):
         res = self._hook.run(*drop_empty_options(self.arguments))
         if res.returncode in self.warn_codes:
             self.log.warning("finished with warnings: %s", res.reason)
-        elif res.returncode != 0:
+        elif res.returncode != ExitCode.OK:
             self.fail(res)
         return {"exit_code": res.returncode, "last_line": res.last_stdout_line}
 
@@ -67,10 +68,10 @@ class CheckpointValidateOperator(SparkJobsCliOperator):
     """``checkpoint validate``: exit 0 clean, 10 warnings (logged, the run goes on), 20 errors
     (the task fails without retries, so nothing is submitted on a broken checkpoint)."""
 
-    warn_codes = (10,)
+    warn_codes = (ExitCode.CHECKPOINT_WARNINGS,)
 
     def fail(self, res: CliResult) -> None:
-        if res.returncode == 20:
+        if res.returncode == ExitCode.CHECKPOINT_ERRORS:
             raise CheckpointInvalid(f"checkpoint has errors, not submitting: {res.reason}")
         super().fail(res)
 
@@ -79,7 +80,7 @@ class QualityCheckOperator(SparkJobsCliOperator):
     """``quality JOB``: exit 0 pass (warnings recorded), 1 a ``fail`` finding (no retry)."""
 
     def fail(self, res: CliResult) -> None:
-        if res.returncode == 1:
+        if res.returncode == ExitCode.QUALITY_FAILED:
             raise DataQualityFailed(f"data quality failed: {res.reason}")
         super().fail(res)
 

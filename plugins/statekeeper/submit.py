@@ -18,12 +18,11 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk.exceptions import AirflowException, AirflowSkipException
 
+from spark_jobs.contract.errors import ExitCode
 from spark_jobs.contract.paths import resolve
 from statekeeper.env import project_root, python
 from statekeeper.params import check_path_params
 from statekeeper.triggers import CheckpointFreeTrigger
-
-LOCK_HELD_EXIT = 3  # spark_jobs.contract.errors.LockHeld
 
 
 def drop_empty_options(args: Sequence[Any]) -> list[str]:
@@ -155,7 +154,7 @@ class SparkJobsSubmitOperator(SparkSubmitOperator):
         except AirflowException as exc:
             rc = getattr(getattr(self._hook, "_submit_sp", None), "returncode", None)
             reason = self._reason() or str(exc).splitlines()[0]
-            if rc == LOCK_HELD_EXIT and self.guard_checkpoint:
+            if rc == ExitCode.LOCK_HELD and self.guard_checkpoint:
                 self.log.warning("lost a race for the checkpoint (%s); waiting", reason)
                 self._wait_for_checkpoint()
             raise AirflowException(

@@ -26,7 +26,7 @@ from typing import Any
 from spark_jobs.checkpoints import delta_txn
 from spark_jobs.checkpoints.layout import read_layout
 from spark_jobs.contract import paths
-from spark_jobs.contract.errors import UserError
+from spark_jobs.contract.errors import ExitCode, UserError
 
 # Each query's checkpoint, relative to the job's: the job's own query and the quarantine query.
 MAIN = ""
@@ -147,7 +147,7 @@ def check_pending(checkpoint: str) -> None:
     raise UserError(
         f"checkpoint {checkpoint}: a checkpoint {command} was cut short after putting the output "
         f"tables back; run the same checkpoint {command} again to finish it",
-        exit_code=4,
+        exit_code=ExitCode.UNSAFE,
     )
 
 

@@ -15,9 +15,9 @@ from typing import Any
 
 from spark_jobs.checkpoints.layout import Layout, read_layout
 from spark_jobs.contract.durations import describe
+from spark_jobs.contract.errors import ExitCode
 
 ERROR, WARNING, INFO = "error", "warning", "info"
-EXIT_CLEAN, EXIT_WARNINGS, EXIT_ERRORS = 0, 10, 20
 
 # code -> (severity, one-line fix). The codes are stable: DAGs, runbooks and tests rely on them.
 CATALOGUE: dict[str, tuple[str, str]] = {
@@ -153,8 +153,10 @@ class Report:
         return [f.code for f in self.findings]
 
     @property
-    def exit_code(self) -> int:
-        return EXIT_ERRORS if self.errors else EXIT_WARNINGS if self.warnings else EXIT_CLEAN
+    def exit_code(self) -> ExitCode:
+        if self.errors:
+            return ExitCode.CHECKPOINT_ERRORS
+        return ExitCode.CHECKPOINT_WARNINGS if self.warnings else ExitCode.OK
 
     def add(self, code: str, message: str) -> None:
         severity, fix = CATALOGUE[code]
@@ -164,7 +166,7 @@ class Report:
         return {
             "checkpoint": self.checkpoint,
             "exists": self.exists,
-            "status": {0: "clean", 10: "warnings", 20: "errors"}[self.exit_code],
+            "status": "errors" if self.errors else "warnings" if self.warnings else "clean",
             "exit_code": self.exit_code,
             "findings": [asdict(f) for f in self.findings],
             "seconds": round(self.seconds, 4),

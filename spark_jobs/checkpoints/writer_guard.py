@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from spark_jobs.checkpoints import delta_txn
-from spark_jobs.contract.errors import UserError
+from spark_jobs.contract.errors import ExitCode, UserError
 
 OVERRIDE_FLAG = "--new-checkpoint-for-existing-table"
 
@@ -50,7 +50,7 @@ def check_table_writer(table: str, checkpoint: str) -> None:
         f"{batch}) and checkpoint {checkpoint} is new: it would write every input row again; "
         f"use the table's own checkpoint (or restore one: checkpoint restore), write to a new "
         f"table, or pass {OVERRIDE_FLAG} if the table should get all rows again",
-        exit_code=4,
+        exit_code=ExitCode.UNSAFE,
     )
 
 

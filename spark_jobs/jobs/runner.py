@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from spark_jobs.contract import paths
-from spark_jobs.contract.errors import JobFailed, UserError
+from spark_jobs.contract.errors import ExitCode, JobFailed, UserError
 from spark_jobs.contract.spec import JobSpec
 from spark_jobs.io import events as ev
 from spark_jobs.io import sinks, sources, tables
@@ -100,7 +100,7 @@ def precheck(spec: JobSpec, new_checkpoint_for_existing_table: bool = False) -> 
         raise UserError(
             f"checkpoint {spec.checkpoint} is not safe to run on: [{first.code}] {first.message}; "
             f"{first.fix} (python -m spark_jobs checkpoint validate --checkpoint {spec.checkpoint})",
-            exit_code=4,
+            exit_code=ExitCode.UNSAFE,
         )
     from spark_jobs.checkpoints.queries import check_pending
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from spark_jobs.contract import paths
 from spark_jobs.contract.durations import describe
-from spark_jobs.contract.errors import UserError
+from spark_jobs.contract.errors import ExitCode, UserError
 from spark_jobs.io import tables
 from spark_jobs.quality import incremental, local, results
 from spark_jobs.quality.suites import (
@@ -82,8 +82,8 @@ class QualityResult:
         return "fail" if self.failures else "warn" if self.warnings else "pass"
 
     @property
-    def exit_code(self) -> int:
-        return 1 if self.failures else 0
+    def exit_code(self) -> ExitCode:
+        return ExitCode.QUALITY_FAILED if self.failures else ExitCode.OK
 
     def to_dict(self) -> dict[str, Any]:
         return {
