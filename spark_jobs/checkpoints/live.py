@@ -80,3 +80,35 @@ def _query_of(rel: str) -> tuple[str | None, str]:
     if rel.split("/", 1)[0] == paths.STATEKEEPER_DIR:
         return None, rel
     return MAIN, rel
+
+
+def cleaned_remnants(copied: list[str], vanished: list[str]) -> set[str]:
+    """Log files of the copy that Spark's cleanup had already passed while we copied.
+
+    Cleanup deletes a log's oldest batches in order, so when ``offsets/7`` vanished mid-copy,
+    ``offsets/6`` (copied a moment before) is a remnant: keeping it would leave a gap (6, 8, 9)
+    where a restart needs a contiguous run of batches ending at the last commit."""
+    newest_gone: dict[str, int] = {}
+    for rel in vanished:
+        found = _log_batch(rel)
+        if found:
+            newest_gone[found[0]] = max(found[1], newest_gone.get(found[0], -1))
+    drop = set()
+    for rel in copied:
+        found = _log_batch(rel)
+        if found and found[0] in newest_gone and found[1] < newest_gone[found[0]]:
+            drop.add(rel)
+    return drop
+
+
+def _log_batch(rel: str) -> tuple[str, int] | None:
+    """(log folder, batch) for a file of a batch log (offsets, commits, a source log)."""
+    query, inner = _query_of(rel)
+    parts = inner.split("/")
+    if parts[0] in ("offsets", "commits") and len(parts) == 2:
+        m = BATCH_NAME.match(parts[-1])
+    elif parts[0] == "sources" and len(parts) == 3:
+        m = SOURCE_LOG_NAME.match(parts[-1])
+    else:
+        return None
+    return (rel.rsplit("/", 1)[0], int(m.group(1))) if m else None

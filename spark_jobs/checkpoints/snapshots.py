@@ -184,7 +184,30 @@ def take_snapshot(target: Target, dry_run: bool = False, locked: bool = False) -
     return summary
 
 
+# A live copy races Spark's cleanup: when the query deletes files the cut still needed (it ran
+# several batches while we copied), the copy is invalid; a fresh cut a moment later is not.
+LIVE_ATTEMPTS = 4
+
+
 def _snapshot(target: Target, dry_run: bool, live_run: bool) -> dict[str, Any]:
+    manifest = _cut(target, dry_run, live_run)
+    for _ in range(LIVE_ATTEMPTS - 1):
+        if not live_run or dry_run or (manifest["valid"] and manifest["batch"] >= 0):
+            break
+        manifest = _cut(target, dry_run, live_run)
+    if not dry_run:
+        fs_out, store = _store(target.snapshot_root)
+        path = f"{store}/snapshots/{manifest['id']}/{MANIFEST}"
+        fs_out.makedirs(f"{store}/snapshots/{manifest['id']}", exist_ok=True)
+        tmp = path + ".tmp"
+        with fs_out.open(tmp, "w") as fh:
+            json.dump(manifest, fh)
+        fs_out.mv(tmp, path)
+    return manifest
+
+
+def _cut(target: Target, dry_run: bool, live_run: bool) -> dict[str, Any]:
+    """One copy of the checkpoint into the store (objects only) and its manifest, unwritten."""
     from spark_jobs.checkpoints import live
     from spark_jobs.checkpoints.validate import validate_checkpoint
 
@@ -248,8 +271,14 @@ def _snapshot(target: Target, dry_run: bool, live_run: bool) -> dict[str, Any]:
         files.append({"path": rel, "size": size, "mtime": info.mtime, "sha256": sha})
     if live_run and not dry_run:
         # Validate what was copied, read from the store: the folder keeps changing.
+        # Files the first layout read could no longer find were removed by the cleanup too.
+        vanished += [
+            i.path for e in listing.values() for i in e.values() if i.path not in lay.files
+        ]
+        remnants = live.cleaned_remnants([f["path"] for f in files], vanished)
+        files = [f for f in files if f["path"] not in remnants]
         sha_of = {f["path"]: f["sha256"] for f in files}
-        gone = set(vanished)
+        gone = set(vanished) | remnants
         listing = {
             d: {n: f for n, f in e.items() if f.path not in gone} for d, e in listing.items()
         }
@@ -284,13 +313,6 @@ def _snapshot(target: Target, dry_run: bool, live_run: bool) -> dict[str, Any]:
         "new_bytes": new_bytes,
         "reused_files": reused,
     }
-    if not dry_run:
-        path = f"{store}/snapshots/{snap_id}/{MANIFEST}"
-        fs_out.makedirs(f"{store}/snapshots/{snap_id}", exist_ok=True)
-        tmp = path + ".tmp"
-        with fs_out.open(tmp, "w") as fh:
-            json.dump(manifest, fh)
-        fs_out.mv(tmp, path)
     return manifest
 
 
