@@ -19,14 +19,14 @@ HELPERS = {
     "kafka": "bench.bench_kafka",
 }
 
-FULL = {
+FULL: dict[str, Any] = {  # int, or list[int] for key_sweep
     "events": 1_000_000, "key_sweep": [1_000, 10_000, 100_000],
     "exec_events": 100_000, "exec_keys": 10_000,
     "catchup_events": 10_000_000, "catchup_keys": 100_000, "catchup_calls": 10, "catchup_files_per_batch": 2,
     "store_events": 1_000_000, "store_keys": 100_000, "store_files": 10,
     "parse_events": 1_000_000, "e2e_events": 1_000_000, "e2e_keys": 100_000,
 }  # fmt: skip
-SMOKE = {
+SMOKE: dict[str, Any] = {
     "events": 20_000, "key_sweep": [2_000],
     "exec_events": 4_000, "exec_keys": 400,
     "catchup_events": 40_000, "catchup_keys": 2_000, "catchup_calls": 2, "catchup_files_per_batch": 1,

@@ -247,7 +247,7 @@ def throughput(
     rounds: int = 1,
 ) -> list[dict[str, Any]]:
     out = []
-    sessions = [
+    sessions: list[tuple[str, str, Any, str, dict[str, Any]]] = [
         ("batched", "batched", sessions_job, "append", {"executor": "batched"}),
         ("builtin", "session_window", session_window, "append", {}),
         ("count", "count", count_floor, "complete", {}),
@@ -439,7 +439,7 @@ def stores(spark: Any, root: Path, events: int, keys: int, files: int) -> list[d
             for r in recs
         ]
         state_bytes = _dir_bytes(work / "ckpt" / "state")
-        res = {
+        res: dict[str, Any] = {
             "store": name, "batches": len(recs),
             "batch_ms_median": int(statistics.median(durations)) if durations else 0,
             "commit_ms_median": int(statistics.median(commits)) if commits else 0,

@@ -252,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--memory", default="2g", help="memory per worker (its executors' budget)")
     ap.add_argument("--timeout", type=float, default=120.0)
     a = ap.parse_args(argv)
+    c: Cluster | None
     try:
         if a.action == "up":
             c = start(a.folder, a.workers, a.cores, a.memory, a.timeout)

@@ -53,7 +53,8 @@ def run_dag(h: Path, dag_id: str, conf: dict | None = None) -> tuple[bool, float
     return ok, took
 
 
-def table_counts() -> list[tuple[str, int | None, int | None]]:
+def table_counts() -> list[tuple[str, int | None, int, str]]:
+    """Per job: its name, output rows (None: no table yet), quarantined rows, output URI."""
     from spark_jobs.io.sinks import is_delta_table
     from spark_jobs.runtime.session import build_session
 

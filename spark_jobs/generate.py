@@ -353,8 +353,8 @@ def generate(
         try:
             produce(target, lines)
         except BaseException:  # the staging folder mirrors the topic: drop what was not sent
-            for f in report.files:
-                Path(f).unlink(missing_ok=True)
+            for written in report.files:
+                Path(written).unlink(missing_ok=True)
             raise
         report.out = str(target)
     tmp = folder / f"{STATE_FILE}.tmp"

@@ -192,7 +192,8 @@ def _append(spark: Any, job: str, rows: Any, live: str) -> str:
 
     merge = DeltaTable.forPath(spark, live).alias("t").merge(rows.alias("s"), _on_keys(job))
     if job in tables.ADDITIVE:
-        merge = merge.whenMatchedUpdate(set=tables.combined(job))
+        # A new dict, typed as delta-spark's dict[str, str | Column] (dicts are invariant).
+        merge = merge.whenMatchedUpdate(set={**tables.combined(job)})
         how = "merged, live rows of known keys combined"
     elif job in APPEND_REPLACES_WHEN:
         merge = merge.whenMatchedUpdateAll(condition=APPEND_REPLACES_WHEN[job])
@@ -220,7 +221,7 @@ def _replace(spark: Any, job: str, rows: Any, live: str) -> str:
     source = rows.withColumn("_sk_gone", F.lit(False)).unionByName(
         gone.withColumn("_sk_gone", F.lit(True))
     )
-    values = {c: f"s.`{c}`" for c in rows.columns}
+    values: dict[str, Any] = {c: f"s.`{c}`" for c in rows.columns}
     (DeltaTable.forPath(spark, live).alias("t").merge(source.alias("s"), _on_keys(job))
      .whenMatchedDelete(condition="s._sk_gone")
      .whenMatchedUpdate(set=values)

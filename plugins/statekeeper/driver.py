@@ -96,11 +96,9 @@ def launched_pid_alive(state: dict[str, Any]) -> bool:
     """True while the driver recorded in ``supervisor.json`` runs: same host, and the pid is still
     that process (start time and command line), not a reused pid."""
     pid = state.get("pid")
-    return (
-        state.get("host") == socket.gethostname()
-        and bool(pid)
-        and procs.identity_problem(int(pid), state.get("start")) is None
-    )
+    if not pid or state.get("host") != socket.gethostname():
+        return False
+    return procs.identity_problem(int(pid), state.get("start")) is None
 
 
 def restarts_in_window(
@@ -194,7 +192,7 @@ def _signal_group(pgid: int | None, sig: signal.Signals) -> None:
     try:
         os.killpg(pgid, sig)  # the launched spark-submit and its Python driver together
     except ProcessLookupError:
-        pass
+        pass  # the group ended by itself meanwhile
 
 
 def is_descendant(pid: int, ancestor: int) -> bool:

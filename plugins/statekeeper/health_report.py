@@ -172,7 +172,7 @@ def _quarantine(spec: JobSpec, ckpt: str) -> dict[str, Any]:
     if not batches:
         return {"quarantined": None, "quarantined_rows": None, "quarantine_input_rows": None}
     per_epoch = _rows_per_epoch(spec.quarantine)
-    qid = batches[-1].get("id")
+    qid = str(batches[-1].get("id"))
     rows = sum(per_epoch.get((qid, int(b.get("batchId", -1))), 0) for b in batches)
     read = sum(int(b.get("numInputRows") or 0) for b in batches)
     return {
@@ -186,13 +186,15 @@ def _rows_per_epoch(table: str) -> dict[tuple[str, int], int]:
     """(query id, batch id) -> rows the streaming write of that batch committed: Delta's
     streaming sink says so in ``commitInfo``; the job's batch writer in a ``txn`` action (app id
     = the query id, version = the batch id)."""
-    out = {}
+    out: dict[tuple[str, int], int] = {}
     for _, actions in delta_log.newest_versions(table, WINDOW * 2):
-        info = next((a["commitInfo"] for a in actions if a.get("commitInfo")), {}) or {}
+        info: dict[str, Any] = (
+            next((a["commitInfo"] for a in actions if a.get("commitInfo")), {}) or {}
+        )
         rows = int((info.get("operationMetrics") or {}).get("numOutputRows") or 0)
         params = info.get("operationParameters") or {}
-        if "epochId" in params:
-            out[(params.get("queryId"), int(params["epochId"]))] = rows
+        if "epochId" in params and params.get("queryId") is not None:
+            out[(str(params["queryId"]), int(params["epochId"]))] = rows
         for a in actions:
             txn = a.get("txn") or {}
             if txn.get("appId") is not None and txn.get("version") is not None:

@@ -159,6 +159,7 @@ def _copy(ck: Path, dest: Path) -> None:
 
 
 def _spark_repartition(target: Target, ck: Path, partitions: int, spark: Any) -> None:
+    from spark_jobs.runtime import spark_errors
     from spark_jobs.runtime.session import build_session, spec_confs
 
     # The spec's state store confs (changelog checkpointing is not pinned in the offset log).
@@ -172,17 +173,11 @@ def _spark_repartition(target: Target, ck: Path, partitions: int, spark: Any) ->
     spark.streams.active  # noqa: B018
     try:
         spark._streamingCheckpointManager.repartition(str(ck), partitions)
-    except Exception as exc:  # Spark's reason, one line (the caller puts the copy back)
+    except spark_errors.SPARK_ERRORS as exc:  # one line (the caller puts the copy back)
         raise UserError(
-            f"Spark could not repartition {target.checkpoint}: {_java_reason(exc)}; checkpoint unchanged"
+            f"Spark could not repartition {target.checkpoint}: {spark_errors.reason(exc)}; "
+            "checkpoint unchanged"
         ) from exc
-
-
-def _java_reason(exc: BaseException) -> str:
-    """The JVM exception's first line (a Py4JJavaError's own text only names the call)."""
-    java = getattr(exc, "java_exception", None)
-    text = str(java.toString()) if java is not None else str(exc)
-    return (text.strip().splitlines() or [type(exc).__name__])[0][:400]
 
 
 def _drop_partitions_above(ck: Path, partitions: int) -> None:

@@ -123,7 +123,8 @@ def _write(
     spark.conf.set(TXN_VERSION, str(batch_id))
     try:
         merge = DeltaTable.forPath(spark, uri).alias("t").merge(df.alias("s"), cond)
-        merge = merge.whenMatchedUpdate(set=update) if update else merge.whenMatchedUpdateAll()
+        # A new dict, typed as delta-spark's dict[str, str | Column] (dicts are invariant).
+        merge = merge.whenMatchedUpdate(set={**update}) if update else merge.whenMatchedUpdateAll()
         merge.whenNotMatchedInsertAll().execute()
     finally:
         spark.conf.unset(TXN_APP_ID)

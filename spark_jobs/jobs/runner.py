@@ -28,7 +28,7 @@ from spark_jobs.contract.spec import JobSpec
 from spark_jobs.io import events as ev
 from spark_jobs.io import sinks, sources, tables
 from spark_jobs.jobs import job_module
-from spark_jobs.runtime import binding, progress
+from spark_jobs.runtime import binding, progress, spark_errors
 from spark_jobs.runtime.lock import JobLock
 
 
@@ -109,13 +109,13 @@ def precheck(spec: JobSpec, new_checkpoint_for_existing_table: bool = False) -> 
     binding.check_and_bind(spec.checkpoint, fingerprint(spec), spec.path or f"job {spec.name}")
 
 
-def _one_line(exc: BaseException) -> str:
-    text = str(getattr(exc, "desc", None) or exc)
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith("==="):
-            return line[:400]
-    return type(exc).__name__
+def failure(spec: JobSpec, exc: BaseException) -> JobFailed:
+    """The one-line failure for an error Spark raised while ``spec`` ran (the detail stays in
+    Spark's log)."""
+    from spark_jobs.kafka.source import data_loss_line
+
+    lost = data_loss_line(spec, str(exc))
+    return JobFailed(lost or f"job {spec.name} failed: {spark_errors.reason(exc)}")
 
 
 def run_job(
@@ -191,37 +191,33 @@ def run_job(
             with _graceful_stop(stop_signal):
                 _wait(queries, run_for, Heartbeat(spec.name, targets), stop_signal)
             _wait_for_listener(spec, queries)
-        except UserError:
-            raise
-        except Exception as exc:  # a failed query: one line, the detail stays in Spark's log
-            if (
-                type(exc).__name__
-                in (
-                    "StreamingQueryException",
-                    "AnalysisException",
-                    "IllegalArgumentException",
-                    "Py4JJavaError",
-                    "PySparkException",
-                )
-                or "pyspark" in type(exc).__module__
-            ):
-                from spark_jobs.kafka.source import data_loss_line
-
-                lost = data_loss_line(spec, str(getattr(exc, "desc", None) or exc))
-                raise JobFailed(lost or f"job {spec.name} failed: {_one_line(exc)}") from exc
-            raise
+        except spark_errors.SPARK_ERRORS as exc:  # a failed query, a refused plan, a JVM error
+            raise failure(spec, exc) from exc
         finally:
             for q in queries:
-                try:
-                    if q.isActive:
-                        q.stop()
-                except Exception:
-                    pass
+                _stop_quietly(q, qname)
             spark.streams.removeListener(listener)
         summary = summarise(spec, started, {str(q.runId) for q in queries}, before)
         if stop_signal:
             summary.extra["stopped_by"] = signal.Signals(stop_signal[0]).name
         return summary
+
+
+def _stop_quietly(query: Any, name: str) -> None:
+    """Stop ``query`` on the way out of a run; failing to is only warned about. This runs while
+    another exception may be on its way up (that one says what went wrong), and a query left
+    running dies with the driver: its checkpoint re-runs a batch cut short, exactly once.
+    ``name`` is passed in because asking a dead JVM for it would fail too."""
+    try:
+        if query.isActive:
+            query.stop()
+    except spark_errors.STOP_ERRORS as exc:
+        print(
+            f"statekeeper: warning: could not stop query {name} "
+            f"({spark_errors.reason(exc)}); its checkpoint re-runs any batch cut short",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 @contextmanager

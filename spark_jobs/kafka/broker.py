@@ -211,12 +211,13 @@ def up(
 
 def _answers(port: int) -> bool:
     """A bound socket is not a ready broker: ask it for metadata, as any client would."""
+    from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({"bootstrap.servers": f"{HOST}:{port}", "log_level": 0})
     try:
         return len(admin.list_topics(timeout=3).brokers) > 0
-    except Exception:  # KafkaException while the broker is still starting: not ready yet
+    except KafkaException:  # the broker is still starting: not ready yet
         return False
 
 

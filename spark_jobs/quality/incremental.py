@@ -20,6 +20,8 @@ from spark_jobs.contract.errors import UserError
 
 CDF_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 NEW_ROW_TYPES = ("insert", "update_postimage")
+# Delta's error condition for a change feed read over versions written without one.
+MISSING_CHANGE_DATA = "DELTA_MISSING_CHANGE_DATA"
 
 
 @dataclass
@@ -79,6 +81,8 @@ def read_slice(
     if last_version >= version:
         return None
     start = last_version + 1
+    from pyspark.errors import AnalysisException
+
     try:
         new = (
             spark.read.format("delta")
@@ -89,8 +93,10 @@ def read_slice(
             .where(f"_change_type IN {NEW_ROW_TYPES}")
             .drop(*CDF_COLUMNS)
         )
-    except Exception as exc:  # no change feed on (some of) these versions: validate it all
-        if "change" not in str(exc).lower():
+        # Delta looks for the feed when it plans the scan, not at load: plan it here (no job).
+        new.rdd.getNumPartitions()
+    except AnalysisException as exc:  # no change feed on (some of) these versions: validate it all
+        if exc.getCondition() != MISSING_CHANGE_DATA:
             raise
         return Slice(snapshot, uri, None, version, "no change feed")
     if not keys:

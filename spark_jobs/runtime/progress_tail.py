@@ -28,7 +28,7 @@ def record_time(rec: dict[str, Any]) -> float | None:
         try:
             return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
         except ValueError:
-            pass
+            pass  # not ISO time: fall back to when the line was logged
     logged = (rec.get("statekeeper") or {}).get("logged_at")
     return float(logged) if isinstance(logged, int | float) else None
 
