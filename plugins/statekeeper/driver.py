@@ -95,11 +95,11 @@ def write_state(checkpoint: str, state: dict[str, Any]) -> None:
 def launched_pid_alive(state: dict[str, Any]) -> bool:
     """True while the driver recorded in ``supervisor.json`` runs: same host, and the pid is still
     that process (start time and command line), not a reused pid."""
-    pid = state.get("pid")
+    pid = int(state.get("pid") or 0)
     return (
         state.get("host") == socket.gethostname()
-        and bool(pid)
-        and procs.identity_problem(int(pid), state.get("start")) is None
+        and pid > 0
+        and procs.identity_problem(pid, state.get("start")) is None
     )
 
 
