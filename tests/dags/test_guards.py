@@ -132,3 +132,17 @@ def test_restart_budget_outlives_task_runs_and_ends_in_a_failed_task(data):
         next_run().execute({"params": {}})
     assert issubclass(RestartBudgetSpent, AirflowFailException)  # failed, not retried: alerts
     assert not (ckpt / "_statekeeper" / "driver.log").exists()  # nothing was ever launched
+
+
+def test_a_failed_submit_fails_the_task_with_the_runners_one_line_reason(data):
+    """Our own spark-submit process: its exit code fails the task and the runner's
+    ``statekeeper:`` line, read from the output we keep, is the task's error."""
+    from airflow.sdk.exceptions import AirflowException
+
+    from statekeeper.submit import SparkJobsSubmitOperator
+
+    op = SparkJobsSubmitOperator(task_id="t", arguments=["run", "no_such_job"])
+    with pytest.raises(AirflowException) as err:
+        op.execute({"params": {}})
+    assert str(err.value).startswith("spark_jobs run no_such_job failed (exit 2): statekeeper: ")
+    assert "unknown job 'no_such_job'" in str(err.value)
