@@ -42,7 +42,8 @@ def plan_backfill(params: dict[str, Any], data_dir: Path) -> dict[str, Any]:
 
     job = str(params.get("job") or "")
     try:
-        spec = load_spec(job)
+        # The live table: the output param (resolved by the spec, like every path) or the spec's.
+        spec = load_spec(job).with_overrides(output=str(params.get("output") or "") or None)
     except UserError as exc:
         raise BadBackfillParams(f"job: {exc}") from None
     mode = str(params.get("mode") or "")
@@ -67,10 +68,9 @@ def plan_backfill(params: dict[str, Any], data_dir: Path) -> dict[str, Any]:
     listing = _listing(folder)
     if not listing:
         raise BadBackfillParams(f"input folder {folder} holds no *.json* files to backfill")
-    live = resolve(str(params.get("output") or "")) if params.get("output") else spec.output
-    if Path(live).resolve() == folder.resolve():
+    if Path(spec.output).resolve() == folder.resolve():
         raise BadBackfillParams("output and input are the same folder")
-    return _plan(params, job, spec, mode, str(folder), listing, len(listing), live, data_dir)
+    return _plan(params, job, spec, mode, str(folder), listing, len(listing), data_dir)
 
 
 def _kafka_ends(spec: Any, uri: str) -> dict[str, int]:
@@ -123,20 +123,20 @@ def _plan_kafka(
     ends = _kafka_ends(spec, uri)
     if not any(ends.values()):
         raise BadBackfillParams(f"input: topic {uri} holds no records to backfill")
-    live = resolve(str(params.get("output") or "")) if params.get("output") else spec.output
     listing = sorted(ends.items())
-    return _plan(params, job, spec, mode, uri, listing, sum(ends.values()), live, data_dir)
+    return _plan(params, job, spec, mode, uri, listing, sum(ends.values()), data_dir)
 
 
 def _plan(
     params: dict[str, Any], job: str, spec: Any, mode: str, source: str,
-    listing: list[tuple[str, int]], count: int, live: str, data_dir: Path,
+    listing: list[tuple[str, int]], count: int, data_dir: Path,
 ) -> dict[str, Any]:  # fmt: skip
     from spark_jobs.publish import published
 
     raw = json.dumps([job, source, listing, mode, spec.fingerprint_hash()], sort_keys=True)
     key = hashlib.sha256(raw.encode()).hexdigest()[:16]
     root = data_dir / "backfill" / job / key
+    live = spec.output
     done = published(live, key)
     return {
         "job": job,

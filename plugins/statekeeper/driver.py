@@ -95,10 +95,12 @@ def write_state(checkpoint: str, state: dict[str, Any]) -> None:
 def launched_pid_alive(state: dict[str, Any]) -> bool:
     """True while the driver recorded in ``supervisor.json`` runs: same host, and the pid is still
     that process (start time and command line), not a reused pid."""
-    pid = state.get("pid")
-    if not pid or state.get("host") != socket.gethostname():
-        return False
-    return procs.identity_problem(int(pid), state.get("start")) is None
+    pid = int(state.get("pid") or 0)
+    return (
+        state.get("host") == socket.gethostname()
+        and pid > 0
+        and procs.identity_problem(pid, state.get("start")) is None
+    )
 
 
 def restarts_in_window(

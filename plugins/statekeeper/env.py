@@ -1,4 +1,6 @@
-"""Where the Spark side is and how to call it: the project root, the Python, the CLI's env."""
+"""How to call the Spark side: the Python, and the environment of ``python -m spark_jobs`` and
+spark-submit (the project root is ``spark_jobs.contract.paths.project_root``, the one both sides
+use)."""
 
 from __future__ import annotations
 
@@ -6,13 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-
-def project_root() -> Path:
-    """$STATEKEEPER_HOME, else the checkout holding this plugins folder."""
-    env = os.environ.get("STATEKEEPER_HOME")
-    if env:
-        return Path(env).resolve()
-    return Path(__file__).resolve().parents[2]
+from spark_jobs.contract import paths
 
 
 def python() -> str:
@@ -23,11 +19,11 @@ def python() -> str:
 def cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment for ``python -m spark_jobs`` and spark-submit.
 
-    The venv's ``bin`` goes first on PATH so the provider's hook finds the ``spark-submit`` shipped
-    with pyspark; Spark's Python workers run the same interpreter.
+    The venv's ``bin`` goes first on PATH so ``spark-submit`` is the one shipped with pyspark;
+    the driver and Spark's Python workers run the same interpreter.
     """
     env = dict(os.environ)
-    root = str(project_root())
+    root = str(paths.project_root())
     bindir = str(Path(python()).parent)
     env["PATH"] = os.pathsep.join([bindir, env.get("PATH", "")])
     env["STATEKEEPER_HOME"] = root

@@ -17,7 +17,7 @@ from statekeeper.operators import (
     QualityCheckOperator,
     SparkJobsCliOperator,
 )
-from statekeeper.submit import SparkJobsSubmitOperator
+from statekeeper.submit import SparkJobRunOperator, SparkJobsSubmitOperator
 from statekeeper.supervisor import StreamingSupervisorOperator
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -61,13 +61,14 @@ def path_params() -> dict[str, Param]:
     }  # fmt: skip
 
 
+def path_overrides() -> dict[str, str]:
+    """The ``input``/``output``/``checkpoint`` params as a run's overrides (empty: the spec's)."""
+    return {k: _jinja(f"params.{k} or ''") for k in ("input", "output", "checkpoint")}
+
+
 def _jinja(expr: str) -> str:
     """``{{ expr }}`` (kept out of f-strings, whose braces would need doubling)."""
     return "{{ " + expr + " }}"
-
-
-def _or(param: str, default: str) -> str:
-    return _jinja(f"params.{param} or '{default}'")
 
 
 def _plan(key: str) -> str:
@@ -102,7 +103,6 @@ def catchup_dag(job: str, doc_md: str | None = None) -> DAG:
         },
         render_template_as_native_obj=False,
     ) as dag:
-        ckpt, out = _or("checkpoint", spec.checkpoint), _or("output", spec.output)
         validate = CheckpointValidateOperator(
             task_id="validate_checkpoint",
             arguments=[
@@ -115,20 +115,15 @@ def catchup_dag(job: str, doc_md: str | None = None) -> DAG:
             doc_md="Refuse to submit on a checkpoint with errors (exit 20); warnings (10) are logged.",
             retries=0,
         )
-        run = SparkJobsSubmitOperator(
+        run = SparkJobRunOperator(
             task_id="catch_up",
             name=f"statekeeper-{job}",
-            arguments=[
-                "run", job, "--trigger", "available-now",
-                "--input", "{{ params.input or '' }}",
-                "--output", "{{ params.output or '' }}",
-                "--checkpoint", "{{ params.checkpoint or '' }}",
-            ],
-            guard_checkpoint=ckpt,
-            report_table=out,
+            job=job,
+            overrides=path_overrides(),
+            trigger="available-now",
             execution_timeout=timedelta(hours=2),
             doc_md="spark-submit `python -m spark_jobs run JOB --trigger available-now` through `spark_default`.",
-        )  # fmt: skip
+        )
         quality = QualityCheckOperator(
             task_id="quality_check",
             arguments=["quality", job, "--table", "{{ params.output or '' }}"],
@@ -137,7 +132,8 @@ def catchup_dag(job: str, doc_md: str | None = None) -> DAG:
         )
         publish = PublishAssetOperator(
             task_id="publish_asset",
-            table=out,
+            job=job,
+            overrides=path_overrides(),
             outlets=[table_asset(spec)],
             trigger_rule="none_failed",
             doc_md="Signals the table's Asset (with its Delta version) once the run and its checks passed.",
@@ -174,17 +170,12 @@ def backfill_dag(doc_md: str | None = None) -> DAG:
             retries=0,
             doc_md="Checks the params (job, input folder, mode) and names the isolated checkpoint and staged table. Bad params fail here, before anything is submitted.",
         )
-        staged = SparkJobsSubmitOperator(
+        staged = SparkJobRunOperator(
             task_id="run_staged",
             name="statekeeper-backfill",
-            arguments=[
-                "run", "{{ params.job }}", "--trigger", "available-now",
-                "--input", _plan("input"),
-                "--output", _plan("staged_table"),
-                "--checkpoint", _plan("staged_checkpoint"),
-            ],
-            guard_checkpoint=_plan("staged_checkpoint"),
-            report_table=_plan("staged_table"),
+            job="{{ params.job }}",
+            overrides={"input": _plan("input"), "output": _plan("staged_table"), "checkpoint": _plan("staged_checkpoint")},
+            trigger="available-now",
             doc_md="The job on its own checkpoint and a staged table: the live checkpoint is never touched.",
         )  # fmt: skip
         check = QualityCheckOperator(
@@ -240,7 +231,7 @@ def supervisor_dag(job: str, doc_md: str | None = None) -> DAG:
             job=job,
             action="{{ params.action }}",
             trigger="{{ params.trigger }}",
-            overrides={k: _jinja(f"params.{k} or ''") for k in ("input", "output", "checkpoint")},
+            overrides=path_overrides(),
             watch_seconds="{{ params.watch_minutes * 60 }}",
             restart_backoff=_jinja("params.restart_backoff_seconds or ''"),
             max_restarts="{{ params.max_restarts }}",

@@ -1,25 +1,27 @@
-"""Hooks: the ``spark_jobs`` command line as a subprocess, and spark-submit launched detached.
+"""Hooks: the ``spark_jobs`` command line as a subprocess, and spark-submit of a job.
 
 ``StatekeeperCliHook`` runs the light commands (checkpoint, quality) and keeps the last line of
-stderr, which is the CLI's one-line reason on failure. ``DetachedSparkSubmitHook`` builds exactly
-the command the provider's ``SparkSubmitHook`` would run, but starts it in its own session so a
-continuous driver outlives the Airflow task that launched it (the supervisor watches it from a
-trigger instead of holding a worker slot).
+stderr, which is the CLI's one-line reason on failure. ``SparkJobsSubmitHook`` runs spark-submit
+(the command from ``statekeeper.spark_submit``) and owns the process: it waits for it (a catch-up
+run) or starts it in its own session so a continuous driver outlives the Airflow task that
+launched it (the supervisor watches it from a trigger instead of holding a worker slot).
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 import threading
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk import BaseHook
+from airflow.sdk.exceptions import AirflowNotFoundException
 
-from statekeeper.env import cli_command, cli_env, project_root
+from spark_jobs.contract import paths
+from statekeeper.env import cli_command, cli_env
+from statekeeper.spark_submit import BadSparkConnection, SparkTarget, application
 
 
 @dataclass
@@ -62,7 +64,7 @@ class StatekeeperCliHook(BaseHook):
         self.log.info("running: %s", " ".join(cmd))
         self._proc = subprocess.Popen(
             cmd,
-            cwd=str(project_root()),
+            cwd=str(paths.project_root()),
             env=cli_env(self.env),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -93,23 +95,105 @@ class StatekeeperCliHook(BaseHook):
             self._proc.terminate()
 
 
-class DetachedSparkSubmitHook(SparkSubmitHook):
-    """The provider's spark-submit command, started in its own session; returns its pid."""
+@dataclass
+class SubmitResult:
+    returncode: int
+    tail: list[str]  # spark-submit's last output lines (the driver's stderr included)
 
-    def launch(self, application: str, log_path: Path) -> int:
-        cmd = self._build_spark_submit_command(application)
-        env = dict(os.environ)
-        env.update(self._env or {})
+    @property
+    def reason(self) -> str:
+        """The runner's one-line ``statekeeper: ...`` message, or "" when it printed none."""
+        for line in reversed(self.tail):
+            if "statekeeper:" in line:
+                return line[line.index("statekeeper:") :].strip()
+        return ""
+
+
+class SparkJobsSubmitHook(BaseHook):
+    """spark-submit of ``python -m spark_jobs ARGS`` through a Spark connection.
+
+    ``run`` waits for it and keeps the end of its output; ``launch`` starts it in its own session
+    (a continuous driver outlives the task that launched it) and returns its pid. We own the
+    process: ``pid`` is spark-submit's, and ``kill`` ends it.
+    """
+
+    conn_name_attr = "conn_id"
+    default_conn_name = "spark_default"
+    hook_name = "Statekeeper spark-submit"
+    TAIL_LINES = 200
+
+    def __init__(self, conn_id: str = default_conn_name, name: str = "statekeeper") -> None:
+        super().__init__()
+        self.conn_id = conn_id
+        self.name = name
+        self._proc: subprocess.Popen[Any] | None = None
+
+    def get_conn(self) -> SparkTarget:
+        try:
+            conn = self.get_connection(self.conn_id)
+        except AirflowNotFoundException:
+            raise BadSparkConnection(
+                f"connection {self.conn_id} is not defined; set it (e.g. "
+                'AIRFLOW_CONN_SPARK_DEFAULT=\'{"conn_type": "spark", "host": "local[2]"}\')'
+            ) from None
+        return SparkTarget.from_connection(conn)
+
+    def command(self, args: list[str], env: dict[str, str]) -> list[str]:
+        from spark_jobs.runtime.jars import jar_paths
+        from statekeeper.package import spark_jobs_zip
+
+        return self.get_conn().command(
+            application(), args, name=self.name, py_files=spark_jobs_zip(),
+            jars=",".join(jar_paths()), path=env["PATH"],
+        )  # fmt: skip
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def run(self, args: list[str]) -> SubmitResult:
+        env = cli_env()
+        cmd = self.command(args, env)
+        self.log.info("running: %s", " ".join(cmd))
+        tail: deque[str] = deque(maxlen=self.TAIL_LINES)
+        self._proc = subprocess.Popen(
+            cmd,
+            cwd=str(paths.project_root()),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",  # a log line in a stray encoding must not end the task
+        )
+        assert self._proc.stdout is not None
+        for line in self._proc.stdout:
+            tail.append(line.rstrip())
+            self.log.info("%s", line.rstrip())
+        return SubmitResult(self._proc.wait(), list(tail))
+
+    def launch(self, args: list[str], log_path: Path) -> int:
+        env = cli_env()
+        cmd = self.command(args, env)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(
                 cmd,
-                cwd=str(project_root()),
+                cwd=str(paths.project_root()),
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # survives the task: a retry must find it, not replace it
             )
-        self.log.info("launched detached driver pid %s, log %s", proc.pid, log_path)
+        self._proc = proc
+        self.log.info(
+            "launched detached driver pid %s: %s; log %s", proc.pid, " ".join(cmd), log_path
+        )
         return proc.pid
+
+    def kill(self) -> None:
+        """SIGKILL spark-submit while it runs (its Python driver is stopped by the caller)."""
+        if self._proc is not None and self._proc.poll() is None:
+            self.log.info("killing spark-submit pid %s", self._proc.pid)
+            self._proc.kill()

@@ -13,7 +13,6 @@ from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
 from spark_jobs.contract.errors import ExitCode
-from spark_jobs.contract.paths import resolve
 from statekeeper.hooks import CliResult, StatekeeperCliHook
 from statekeeper.params import check_path_params
 from statekeeper.submit import drop_empty_options
@@ -89,20 +88,25 @@ class PublishAssetOperator(BaseOperator):
     """Emit the Asset event for a job's Delta table, with its version in the event's extra.
 
     Runs last, so consumers are signalled only after the run and its quality check succeeded.
+
+    :param job: the job whose table it is.
+    :param overrides: the run's path overrides (templated; ``output`` empty = the spec's table).
     """
 
-    template_fields: Sequence[str] = ("table",)
+    template_fields: Sequence[str] = ("job", "overrides")
     ui_color = "#d4edda"
 
-    def __init__(self, *, table: str, **kwargs: Any) -> None:
+    def __init__(self, *, job: str, overrides: dict[str, str] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.table = table
+        self.job = job
+        self.overrides = overrides or {}
 
     def execute(self, context: Any) -> dict[str, Any]:
         from statekeeper import delta_log
+        from statekeeper.submit import resolve_job
 
         check_path_params(context)
-        table = resolve(self.table)
+        table = resolve_job(self.job, self.overrides).output
         version = delta_log.version(table)
         if version is None:
             raise AirflowSkipException(f"no Delta table at {table} yet; nothing to publish")

@@ -11,7 +11,7 @@ import os
 import zipfile
 from pathlib import Path
 
-from statekeeper.env import project_root
+from spark_jobs.contract.paths import project_root
 
 _FIXED_TIME = (2020, 1, 1, 0, 0, 0)  # the same sources give the same zip, byte for byte
 

@@ -1,28 +1,37 @@
 """Submitting ``python -m spark_jobs`` through spark-submit (the ``spark_default`` connection).
 
-``SparkJobsSubmitOperator`` is the provider's ``SparkSubmitOperator`` with the application filled
-in: ``spark_jobs/__main__.py`` plus the package zipped for ``--py-files``, Delta's jars from
-``.cache/jars`` and the venv's Python for the driver and workers. Before it submits it makes sure no
-driver holds the checkpoint it is about to write (waiting in a trigger if one does), and a race
-lost to another driver (the runner's exit code 3) is waited out the same way: never two drivers on
-one checkpoint, also when this task is retried while an earlier try's driver still runs.
+``SparkJobRunOperator`` runs one job: it takes the job's name and its path overrides, resolves the
+spec once in ``execute`` and derives from that one resolved spec both the ``run`` arguments (every
+path in them absolute, so the job reads exactly these) and the checkpoint the two-driver guard
+watches. Before it submits it makes sure no driver holds that checkpoint (waiting in a trigger if
+one does), and a race lost to another driver (the runner's ``LockHeld`` exit code) is waited out
+the same way: never two drivers on one checkpoint, also when this task is retried while an
+earlier try's driver still runs. ``SparkJobsSubmitOperator`` submits any other command (a
+backfill's ``publish``).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException, AirflowSkipException
 
 from spark_jobs.contract.errors import ExitCode
 from spark_jobs.contract.paths import resolve
-from statekeeper.env import project_root, python
+from spark_jobs.contract.spec import JobSpec
+from statekeeper.hooks import SparkJobsSubmitHook
 from statekeeper.params import check_path_params
 from statekeeper.triggers import CheckpointFreeTrigger
+
+OVERRIDES = ("input", "output", "checkpoint")
+
+
+def _given(value: Any) -> str | None:
+    """A templated value, or None when it rendered empty (meaning: the spec's own)."""
+    text = str(value if value is not None else "").strip()
+    return None if text in ("", "None") else text
 
 
 def drop_empty_options(args: Sequence[Any]) -> list[str]:
@@ -41,91 +50,179 @@ def drop_empty_options(args: Sequence[Any]) -> list[str]:
     return out
 
 
-def submit_settings(name: str, args: list[str]) -> dict[str, Any]:
-    """The spark-submit settings every Statekeeper submit shares (hook keyword arguments)."""
-    from spark_jobs.runtime.jars import jar_paths
-    from statekeeper.package import spark_jobs_zip
+def resolve_job(job: str, overrides: Mapping[str, Any] | None, trigger: Any = None) -> JobSpec:
+    """The job's spec with the (rendered) overrides applied: every path resolved, by the one
+    resolver, in this process. Unknown override names are a programming error."""
+    from spark_jobs.contract.spec import load_spec
 
-    root = project_root()
-    # The provider runs `spark-submit` from PATH; on the embedded default that is the venv's.
-    bindir = str(Path(python()).parent)
-    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = os.pathsep.join([bindir, os.environ.get("PATH", "")])
-    return {
-        "application": str(root / "spark_jobs" / "__main__.py"),
-        "py_files": spark_jobs_zip(),
-        "jars": ",".join(jar_paths()),
-        "name": name,
-        "application_args": args,
-        "env_vars": {
-            "PYSPARK_PYTHON": python(),
-            "PYSPARK_DRIVER_PYTHON": python(),
-            "STATEKEEPER_HOME": str(root),
-        },
-    }
+    ov = dict(overrides or {})
+    unknown = sorted(set(ov) - set(OVERRIDES))
+    if unknown:
+        raise ValueError(f"unknown override(s) {', '.join(unknown)}; known: {', '.join(OVERRIDES)}")
+    return load_spec(job).with_overrides(
+        input=_given(ov.get("input")),
+        output=_given(ov.get("output")),
+        checkpoint=_given(ov.get("checkpoint")),
+        trigger=_given(trigger),
+    )
 
 
-class SparkJobsSubmitOperator(SparkSubmitOperator):
-    """Submit ``python -m spark_jobs ARGUMENTS`` (e.g. ``run sessions --trigger available-now``).
+def run_arguments(spec: JobSpec) -> list[str]:
+    """``run JOB ...`` for exactly this resolved spec: trigger, output, checkpoint and one
+    ``--input KIND=URI`` per input, all absolute, so the job resolves nothing differently."""
+    args = ["run", spec.name, "--trigger", str(spec.trigger)]
+    for kind, uri in spec.inputs.items():
+        args += ["--input", f"{kind}={uri}"]
+    return [*args, "--output", spec.output, "--checkpoint", spec.checkpoint]
 
-    :param arguments: the CLI arguments (templated); an option whose value renders empty is dropped,
-        so ``["--input", "{{ params.input or '' }}"]`` means "the spec's input unless overridden".
-    :param guard_checkpoint: the checkpoint this submit writes (templated); while another driver
-        holds it the task waits in a trigger (up to ``wait_timeout`` seconds) instead of submitting.
+
+class SparkJobsSubmitOperator(BaseOperator):
+    """spark-submit ``python -m spark_jobs ARGUMENTS`` (e.g. ``publish JOB --staged ...``).
+
+    :param arguments: the CLI arguments (templated); an option whose value renders empty is dropped.
     :param report_table: a Delta table whose version after the run goes to XCom (templated).
     :param skip_reason: when it renders non-empty the task is skipped with it (e.g. a dry run).
     """
 
-    template_fields: Sequence[str] = (
-        *SparkSubmitOperator.template_fields,
-        "arguments",
-        "guard_checkpoint",
-        "report_table",
-        "skip_reason",
-    )
+    template_fields: Sequence[str] = ("arguments", "report_table", "skip_reason")
     ui_color = "#f4a460"
 
     def __init__(
         self,
         *,
-        arguments: list[str],
-        guard_checkpoint: str = "",
+        arguments: list[str] | None = None,
         report_table: str = "",
         skip_reason: str = "",
-        wait_timeout: float = 3600.0,
-        poll_seconds: float = 5.0,
-        conn_id: str = "spark_default",
+        name: str = "statekeeper",
+        conn_id: str = SparkJobsSubmitHook.default_conn_name,
         **kwargs: Any,
     ) -> None:
-        kwargs.setdefault("name", "statekeeper")
-        super().__init__(application="", conn_id=conn_id, **kwargs)
-        self.arguments = arguments
-        self.guard_checkpoint = guard_checkpoint
+        super().__init__(**kwargs)
+        self.arguments = arguments or []
         self.report_table = report_table
         self.skip_reason = skip_reason
-        self.wait_timeout = wait_timeout
-        self.poll_seconds = poll_seconds
+        self.name = name
+        self.conn_id = conn_id
+        self._hook: SparkJobsSubmitHook | None = None
+        self._checkpoint = ""  # the checkpoint this submit's driver will hold, when known
 
-    # The provider annotates None, but Airflow pushes what execute returns to XCom (the report).
-    def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]
-        if str(self.skip_reason or "").strip() not in ("", "None"):
+    def _skip_or_refuse(self, context: Any) -> None:
+        if _given(self.skip_reason):
             raise AirflowSkipException(str(self.skip_reason))
         check_path_params(context)
-        if self.guard_checkpoint:
-            from spark_jobs.runtime.lock import describe, holder
 
-            info = holder(resolve(self.guard_checkpoint))
-            if info is not None:
-                self.log.info(
-                    "checkpoint held by %s; waiting for it in the triggerer", describe(info)
-                )
-                self._wait_for_checkpoint()
-        return self._submit(context)
+    def execute(self, context: Any) -> dict[str, Any]:
+        self._skip_or_refuse(context)
+        table = resolve(self.report_table) if _given(self.report_table) else ""
+        return self._submit(drop_empty_options(self.arguments), table)
 
-    def _wait_for_checkpoint(self) -> None:
+    def _submit(self, args: list[str], table: str) -> dict[str, Any]:
+        self._hook = SparkJobsSubmitHook(conn_id=self.conn_id, name=self.name)
+        res = self._hook.run(args)
+        if res.returncode != 0:
+            reason = res.reason or (res.tail[-1] if res.tail else "no output")
+            self._failed(args, res.returncode, reason)
+            raise AirflowException(
+                f"spark_jobs {' '.join(args[:2])} failed (exit {res.returncode}): {reason}"
+            )
+        result: dict[str, Any] = {"arguments": args}
+        if table:
+            from statekeeper import delta_log
+
+            result.update(table=table, version=delta_log.version(table))
+        return result
+
+    def _failed(self, args: list[str], returncode: int, reason: str) -> None:
+        """Hook for a failed submit before the task fails (a run waits out a lost race)."""
+
+    def on_kill(self) -> None:
+        # spark-submit's Python driver is its child and holds the lock: stop it too (once
+        # spark-submit is killed it would be reparented, so look before).
+        from statekeeper import driver
+
+        hook = self._hook
+        if hook is None:
+            return
+        ckpt = self._checkpoint
+        info = (driver.holder(ckpt) if ckpt else None) or {}
+        ours = (
+            bool(info.get("pid"))
+            and hook.pid is not None
+            and driver.is_descendant(int(info["pid"]), hook.pid)
+        )
+        hook.kill()
+        if ours:
+            self.log.info(
+                "stopping driver pid %s: %s", info["pid"], driver.stop(ckpt, {}, grace=20)
+            )
+
+
+class SparkJobRunOperator(SparkJobsSubmitOperator):
+    """spark-submit ``python -m spark_jobs run JOB`` with the spec's paths or the overrides.
+
+    :param job: the job (templated, e.g. ``{{ params.job }}``).
+    :param overrides: ``{"input": ..., "output": ..., "checkpoint": ...}`` (templated); a value
+        that renders empty means the spec's own.
+    :param trigger: the query's trigger (templated); empty = the spec's.
+    :param wait_timeout: how long to wait, in the triggerer, while another driver holds the
+        checkpoint before failing instead of submitting a second driver.
+
+    The resolved run (arguments, checkpoint, table) goes through the deferral in the trigger's
+    ``echo``, so a resumed task submits exactly what was resolved, without resolving again.
+    """
+
+    template_fields: Sequence[str] = ("job", "overrides", "trigger", "skip_reason")
+
+    def __init__(
+        self,
+        *,
+        job: str,
+        overrides: dict[str, str] | None = None,
+        trigger: str = "available-now",
+        wait_timeout: float = 3600.0,
+        poll_seconds: float = 5.0,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("name", "")
+        super().__init__(**kwargs)
+        self.job = job
+        self.overrides = overrides or {}
+        self.trigger = trigger
+        self.wait_timeout = wait_timeout
+        self.poll_seconds = poll_seconds
+        self._planned: dict[str, Any] = {}
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        self._skip_or_refuse(context)
+        spec = resolve_job(self.job, self.overrides, self.trigger)
+        planned = {
+            "arguments": run_arguments(spec),
+            "checkpoint": spec.checkpoint,
+            "table": spec.output,
+        }
+        return self._guarded_submit(planned)
+
+    def _guarded_submit(self, planned: dict[str, Any]) -> dict[str, Any]:
+        from spark_jobs.runtime.lock import describe, holder
+
+        self._checkpoint = planned["checkpoint"]
+        self.name = self.name or f"statekeeper-{planned['arguments'][1]}"
+        info = holder(self._checkpoint)
+        if info is not None:
+            self.log.info("checkpoint held by %s; waiting for it in the triggerer", describe(info))
+            self._wait_for_checkpoint(planned)
+        self._planned = planned  # for a lost race: wait, then submit the same run
+        return self._submit(planned["arguments"], planned["table"])
+
+    def _failed(self, args: list[str], returncode: int, reason: str) -> None:
+        if returncode == ExitCode.LOCK_HELD:
+            self.log.warning("lost a race for the checkpoint (%s); waiting", reason)
+            self._wait_for_checkpoint(self._planned)
+
+    def _wait_for_checkpoint(self, planned: dict[str, Any]) -> None:
         self.defer(
             trigger=CheckpointFreeTrigger(
-                resolve(self.guard_checkpoint), self.wait_timeout, self.poll_seconds
+                planned["checkpoint"], self.wait_timeout, self.poll_seconds, echo=planned
             ),
             method_name="resume_when_free",
         )
@@ -139,58 +236,4 @@ class SparkJobsSubmitOperator(SparkSubmitOperator):
                 f"{describe(event.get('holder'))} after {self.wait_timeout:.0f}s; not submitting a "
                 "second driver"
             )
-        return self.execute(context)
-
-    def _submit(self, context: Any) -> dict[str, Any]:
-        args = drop_empty_options(self.arguments)
-        settings = submit_settings(self.name, args)
-        self.application = settings["application"]
-        self.py_files = settings["py_files"]
-        self.jars = settings["jars"]
-        self.application_args = settings["application_args"]
-        self.env_vars = {**settings["env_vars"], **(self.env_vars or {})}
-        self._hook = None  # a resumed or retried task builds its hook afresh
-        try:
-            super().execute(context)
-        except AirflowException as exc:
-            rc = getattr(getattr(self._hook, "_submit_sp", None), "returncode", None)
-            reason = self._reason() or str(exc).splitlines()[0]
-            if rc == ExitCode.LOCK_HELD and self.guard_checkpoint:
-                self.log.warning("lost a race for the checkpoint (%s); waiting", reason)
-                self._wait_for_checkpoint()
-            raise AirflowException(
-                f"spark_jobs {' '.join(args[:2])} failed (exit {rc}): {reason}"
-            ) from None
-        result: dict[str, Any] = {"arguments": args}
-        if self.report_table:
-            from statekeeper import delta_log
-
-            table = resolve(self.report_table)
-            result.update(table=table, version=delta_log.version(table))
-        return result
-
-    def _reason(self) -> str:
-        lines = list(getattr(self._hook, "_last_submit_log_lines", []) or [])
-        for line in reversed(lines):
-            if "statekeeper:" in line:
-                return line[line.index("statekeeper:") :].strip()
-        return ""
-
-    def on_kill(self) -> None:
-        # spark-submit's Python driver is its child and holds the lock: stop it too (after the
-        # provider kills spark-submit it would be reparented, so look before).
-        from statekeeper import driver
-
-        ckpt = resolve(self.guard_checkpoint) if self.guard_checkpoint else ""
-        info = (driver.holder(ckpt) if ckpt else None) or {}
-        sp = getattr(self._hook, "_submit_sp", None)
-        ours = (
-            bool(info.get("pid"))
-            and sp is not None
-            and driver.is_descendant(int(info["pid"]), sp.pid)
-        )
-        super().on_kill()
-        if ours:
-            self.log.info(
-                "stopping driver pid %s: %s", info["pid"], driver.stop(ckpt, {}, grace=20)
-            )
+        return self._guarded_submit(event["echo"])

@@ -31,10 +31,11 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from spark_jobs.contract.errors import LockHeld
 from spark_jobs.contract.lock import FileLock
+from spark_jobs.contract.spec import JobSpec
 from spark_jobs.runtime import procs
 from statekeeper import driver
 from statekeeper.params import check_path_params
-from statekeeper.submit import drop_empty_options, submit_settings
+from statekeeper.submit import resolve_job, run_arguments
 from statekeeper.triggers import BackoffTrigger, DriverWatchTrigger
 
 MAX_BACKOFF = 600.0
@@ -119,34 +120,14 @@ class StreamingSupervisorOperator(BaseOperator):
         self.conn_id = conn_id
 
     # -- what the job looks like -------------------------------------------------------------
-    def _spec(self) -> Any:
-        from spark_jobs.contract.spec import load_spec
+    def _spec(self) -> JobSpec:
+        """The job's spec with this run's overrides and trigger: loaded once per step."""
+        return resolve_job(self.job, self.overrides, self.trigger)
 
-        ov = {
-            k: v
-            for k, v in (self.overrides or {}).items()
-            if str(v or "").strip() not in ("", "None")
-        }
-        trig = str(self.trigger or "").strip() or None
-        return load_spec(self.job).with_overrides(
-            input=ov.get("input"),
-            output=ov.get("output"),
-            checkpoint=ov.get("checkpoint"),
-            trigger=trig,
-        )
-
-    def _thresholds(self, spec: Any) -> dict[str, Any]:
+    def _thresholds(self, spec: JobSpec) -> dict[str, Any]:
         from statekeeper.health import Thresholds
 
         return asdict(Thresholds.from_spec(spec.supervise, spec.trigger.interval_seconds))
-
-    def _args(self, spec: Any) -> list[str]:
-        ov = self.overrides or {}
-        return drop_empty_options(
-            ["run", self.job, "--trigger", str(spec.trigger),
-             "--input", ov.get("input", ""), "--output", ov.get("output", ""),
-             "--checkpoint", ov.get("checkpoint", "")]
-        )  # fmt: skip
 
     # -- the steps ---------------------------------------------------------------------------
     def execute(self, context: Any) -> dict[str, Any]:
@@ -168,10 +149,9 @@ class StreamingSupervisorOperator(BaseOperator):
             "launched": [],
             "events": [],
         }
-        return self._step(context, run)
+        return self._step(context, run, spec)
 
-    def _step(self, context: Any, run: dict[str, Any]) -> dict[str, Any]:
-        spec = self._spec()
+    def _step(self, context: Any, run: dict[str, Any], spec: JobSpec) -> dict[str, Any]:
         ckpt = spec.checkpoint
         with launch_lock(ckpt) as mine:
             state = driver.read_state(ckpt)
@@ -216,16 +196,15 @@ class StreamingSupervisorOperator(BaseOperator):
         run["events"].append({"at": now, "what": "launched", "pid": pid})
         return self._watch(run, ckpt, spec, now, pid)
 
-    def _launch(self, spec: Any) -> int:
-        from statekeeper.hooks import DetachedSparkSubmitHook
+    def _launch(self, spec: JobSpec) -> int:
+        from statekeeper.hooks import SparkJobsSubmitHook
 
-        settings = submit_settings(f"statekeeper-{self.job}", self._args(spec))
-        application = settings.pop("application")
-        hook = DetachedSparkSubmitHook(conn_id=self.conn_id, **settings)
-        return hook.launch(application, driver.statekeeper_dir(spec.checkpoint) / driver.DRIVER_LOG)
+        hook = SparkJobsSubmitHook(conn_id=self.conn_id, name=f"statekeeper-{spec.name}")
+        log = driver.statekeeper_dir(spec.checkpoint) / driver.DRIVER_LOG
+        return hook.launch(run_arguments(spec), log)
 
     def _watch(
-        self, run: dict[str, Any], ckpt: str, spec: Any, started_at: float | None, pid: Any
+        self, run: dict[str, Any], ckpt: str, spec: JobSpec, started_at: float | None, pid: Any
     ) -> Any:
         self.defer(
             trigger=DriverWatchTrigger(
@@ -241,7 +220,7 @@ class StreamingSupervisorOperator(BaseOperator):
         )
 
     def resume_step(self, context: Any, event: dict[str, Any]) -> dict[str, Any]:
-        return self._step(context, event["echo"]["run"])
+        return self._step(context, event["echo"]["run"], self._spec())
 
     def resume_watch(self, context: Any, event: dict[str, Any]) -> dict[str, Any]:
         run = event["echo"]["run"]
@@ -272,4 +251,4 @@ class StreamingSupervisorOperator(BaseOperator):
         first = _given(self.restart_backoff, float, spec.supervise.restart_backoff)
         backoff = min(first * 2 ** (run["restarts"] - 1), MAX_BACKOFF)
         run["not_before"] = time.time() + backoff
-        return self._step(context, run)
+        return self._step(context, run, spec)

@@ -23,11 +23,18 @@ from statekeeper.health import ALIVE_VERDICTS, RESTART_VERDICTS
 
 
 class CheckpointFreeTrigger(BaseTrigger):
-    def __init__(self, checkpoint: str, timeout_seconds: float = 3600.0, poll_seconds: float = 5.0):
+    def __init__(
+        self,
+        checkpoint: str,
+        timeout_seconds: float = 3600.0,
+        poll_seconds: float = 5.0,
+        echo: dict[str, Any] | None = None,
+    ):
         super().__init__()
         self.checkpoint = checkpoint
         self.timeout_seconds = timeout_seconds
         self.poll_seconds = poll_seconds
+        self.echo = echo or {}
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -36,6 +43,7 @@ class CheckpointFreeTrigger(BaseTrigger):
                 "checkpoint": self.checkpoint,
                 "timeout_seconds": self.timeout_seconds,
                 "poll_seconds": self.poll_seconds,
+                "echo": self.echo,
             },
         )
 
@@ -46,11 +54,18 @@ class CheckpointFreeTrigger(BaseTrigger):
         while True:
             info = await asyncio.to_thread(holder, self.checkpoint)
             if info is None:
-                yield TriggerEvent({"status": "free", "checkpoint": self.checkpoint})
+                yield TriggerEvent(
+                    {"status": "free", "checkpoint": self.checkpoint, "echo": self.echo}
+                )
                 return
             if time.time() >= deadline:
                 yield TriggerEvent(
-                    {"status": "timeout", "checkpoint": self.checkpoint, "holder": info}
+                    {
+                        "status": "timeout",
+                        "checkpoint": self.checkpoint,
+                        "holder": info,
+                        "echo": self.echo,
+                    }
                 )
                 return
             await asyncio.sleep(self.poll_seconds)

@@ -24,20 +24,31 @@ def data(airflow_home, tmp_path, monkeypatch):
 
 
 def test_guard_and_job_resolve_a_relative_data_checkpoint_to_the_same_folder(data):
+    """The compose path case: with $STATEKEEPER_DATA set, a relative ``.data/...`` checkpoint
+    param is one folder for the two-driver guard and for the job the operator would submit."""
     from airflow.sdk.exceptions import TaskDeferred
 
-    from spark_jobs.contract.spec import load_spec
+    from spark_jobs.cli import build_parser
     from spark_jobs.runtime.lock import JobLock
-    from statekeeper.submit import SparkJobsSubmitOperator
+    from statekeeper.submit import SparkJobRunOperator
 
-    relative = ".data/checkpoints/replay"
-    job = load_spec("sessions").with_overrides(checkpoint=relative)
-    assert job.checkpoint == str(data / "checkpoints" / "replay")
-    op = SparkJobsSubmitOperator(task_id="t", arguments=["list"], guard_checkpoint=relative)
-    # A driver holds the job's folder: the guard must see it and wait instead of submitting.
-    with JobLock(job.checkpoint, job="sessions"), pytest.raises(TaskDeferred) as deferred:
-        op.execute({"params": {}})
-    assert deferred.value.trigger.checkpoint == job.checkpoint
+    folder = str(data / "checkpoints" / "replay")  # under $STATEKEEPER_DATA, not the checkout
+    op = SparkJobRunOperator(
+        task_id="t", job="sessions", overrides={"checkpoint": ".data/checkpoints/replay"}
+    )
+    # A driver holds that folder: the guard must see it and wait instead of submitting; the
+    # deferral carries the run the operator resolved, to be submitted unchanged once it is free.
+    with JobLock(folder, job="sessions"), pytest.raises(TaskDeferred) as deferred:
+        op.execute({"params": {"checkpoint": ".data/checkpoints/replay"}})
+    trigger = deferred.value.trigger
+    args = trigger.echo["arguments"]
+    assert trigger.checkpoint == folder
+    assert args[args.index("--checkpoint") + 1] == folder
+    assert trigger.echo["checkpoint"] == folder
+    # What the job's own command line makes of those arguments: the same folder.
+    parsed = build_parser().parse_args(args)
+    assert parsed.checkpoint == folder and parsed.job == "sessions"
+    assert parsed.output == str(data / "tables" / "sessions")  # the spec's .data/ output too
 
 
 @pytest.mark.parametrize(
@@ -55,11 +66,12 @@ def test_path_params_outside_their_roots_are_refused_before_anything_runs(data, 
     from statekeeper.backfill import BackfillPlanOperator
     from statekeeper.operators import QualityCheckOperator
     from statekeeper.params import ParamOutsideRoots
-    from statekeeper.submit import SparkJobsSubmitOperator
+    from statekeeper.submit import SparkJobRunOperator, SparkJobsSubmitOperator
     from statekeeper.supervisor import StreamingSupervisorOperator
 
     ops = [
-        SparkJobsSubmitOperator(task_id="run", arguments=["list"]),
+        SparkJobsSubmitOperator(task_id="submit", arguments=["list"]),
+        SparkJobRunOperator(task_id="run", job="sessions"),
         QualityCheckOperator(task_id="quality", arguments=["list"]),
         BackfillPlanOperator(task_id="plan"),
         StreamingSupervisorOperator(task_id="supervise", job="service_health", action="stop"),
@@ -75,7 +87,7 @@ def test_path_params_inside_the_roots_pass_on_to_the_guard(data, monkeypatch):
     from airflow.sdk.exceptions import TaskDeferred
 
     from spark_jobs.runtime.lock import JobLock
-    from statekeeper.submit import SparkJobsSubmitOperator
+    from statekeeper.submit import SparkJobRunOperator
 
     elsewhere = data.parent / "mounted"  # an extra root, e.g. a volume, added by configuration
     monkeypatch.setenv("STATEKEEPER_TABLE_ROOTS", str(elsewhere))
@@ -84,11 +96,12 @@ def test_path_params_inside_the_roots_pass_on_to_the_guard(data, monkeypatch):
         "output": str(elsewhere / "sessions"),
         "checkpoint": str(data / "checkpoints" / "sessions_replay"),
     }
-    op = SparkJobsSubmitOperator(
-        task_id="t", arguments=["list"], guard_checkpoint=params["checkpoint"]
-    )
-    with JobLock(params["checkpoint"], job="sessions"), pytest.raises(TaskDeferred):
+    op = SparkJobRunOperator(task_id="t", job="sessions", overrides=params)  # as rendered
+    with JobLock(params["checkpoint"], job="sessions"), pytest.raises(TaskDeferred) as deferred:
         op.execute({"params": params})
+    args = deferred.value.trigger.echo["arguments"]
+    assert args[args.index("--output") + 1] == params["output"]
+    assert f"clickstream={data / 'landing'}" in args  # the one input, resolved under the data
 
 
 def test_restart_budget_outlives_task_runs_and_ends_in_a_failed_task(data):
@@ -119,3 +132,17 @@ def test_restart_budget_outlives_task_runs_and_ends_in_a_failed_task(data):
         next_run().execute({"params": {}})
     assert issubclass(RestartBudgetSpent, AirflowFailException)  # failed, not retried: alerts
     assert not (ckpt / "_statekeeper" / "driver.log").exists()  # nothing was ever launched
+
+
+def test_a_failed_submit_fails_the_task_with_the_runners_one_line_reason(data):
+    """Our own spark-submit process: its exit code fails the task and the runner's
+    ``statekeeper:`` line, read from the output we keep, is the task's error."""
+    from airflow.sdk.exceptions import AirflowException
+
+    from statekeeper.submit import SparkJobsSubmitOperator
+
+    op = SparkJobsSubmitOperator(task_id="t", arguments=["run", "no_such_job"])
+    with pytest.raises(AirflowException) as err:
+        op.execute({"params": {}})
+    assert str(err.value).startswith("spark_jobs run no_such_job failed (exit 2): statekeeper: ")
+    assert "unknown job 'no_such_job'" in str(err.value)
