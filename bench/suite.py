@@ -106,8 +106,9 @@ def sessions_builtin(events: Any, spec: JobSpec) -> Any:
     from pyspark.sql import functions as F
 
     from spark_jobs.contract.durations import spark_interval
+    from spark_jobs.jobs.sessions import Params
 
-    max_pages = int(spec.params.get("last_pages", 10))
+    max_pages = Params.of(spec).last_pages
     good = events.withWatermark("event_time", spark_interval(spec.watermark_seconds))
     s = F.session_window("event_time", spark_interval(spec.param_seconds("gap")))
     et = F.col("event_type")
@@ -154,13 +155,15 @@ def fraud_builtin(events: Any, spec: JobSpec) -> Any:
     from pyspark.sql import functions as F
 
     from spark_jobs.contract.durations import spark_interval
+    from spark_jobs.jobs.fraud_alerts import Params
 
+    threshold = Params.of(spec).threshold
     good = events.withWatermark("event_time", spark_interval(spec.watermark_seconds))
     w = F.window("event_time", spark_interval(spec.param_seconds("failure_gap")))
     return (
         good.where(F.col("event_type") == "LOGIN_FAILED").groupBy("user_id", w.alias("w"))
         .agg(F.count(F.lit(1)).alias("failed_attempts"), F.approx_count_distinct("ip").alias("distinct_ips"))
-        .where(F.col("failed_attempts") >= int(spec.params.get("threshold", 5)))
+        .where(F.col("failed_attempts") >= threshold)
         .select("user_id", F.col("w.end").alias("alert_time"), "failed_attempts", "distinct_ips")
     )  # fmt: skip
 
