@@ -67,7 +67,14 @@ def refusal(job: str, mode: str) -> str | None:
     """Why ``mode`` cannot be correct for ``job``, or None when it can."""
     if mode not in MODES:
         return f"mode must be one of {', '.join(MODES)}, not {mode!r}"
-    return REFUSED.get((job, mode))
+    if (job, mode) in REFUSED:
+        return REFUSED[(job, mode)]
+    if mode == "replace" and job not in SCOPE:
+        return (
+            f"{job} has no SCOPE entry in spark_jobs/publish.py naming the entities a backfill "
+            "covers, so replace cannot know which live rows to replace; use mode=append"
+        )
+    return None
 
 
 def _ledger(table: str, key: str) -> str:
