@@ -23,7 +23,7 @@ from typing import Any
 def make_sessions(spark: Any, uri: str, rows: int) -> None:
     from pyspark.sql import functions as F
 
-    from spark_jobs.io.tables import OUTPUTS
+    from spark_jobs.jobs.sessions import SCHEMA
 
     start = F.timestamp_seconds(F.lit(1772359200) + F.col("id") * 7)
     df = spark.range(rows).select(
@@ -38,7 +38,7 @@ def make_sessions(spark: Any, uri: str, rows: int) -> None:
         (F.col("id") % 9 == 0).alias("purchased"),
         (F.col("id") % 4 == 0).alias("checkout_viewed"),
     )
-    df = spark.createDataFrame(df.rdd, schema=OUTPUTS["sessions"])
+    df = spark.createDataFrame(df.rdd, schema=SCHEMA)
     df.write.format("delta").mode("overwrite").save(uri)
 
 

@@ -106,10 +106,12 @@ def sessions_builtin(events: Any, spec: JobSpec) -> Any:
     from pyspark.sql import functions as F
 
     from spark_jobs.contract.durations import spark_interval
+    from spark_jobs.jobs.sessions import Params
 
-    max_pages = int(spec.params.get("last_pages", 10))
+    p = Params.of(spec)
+    max_pages = p.last_pages
     good = events.withWatermark("event_time", spark_interval(spec.watermark_seconds))
-    s = F.session_window("event_time", spark_interval(spec.param_seconds("gap")))
+    s = F.session_window("event_time", spark_interval(p.gap))
     et = F.col("event_type")
     page_view = F.when(
         (et == "page_view") & F.col("page").isNotNull(),
@@ -154,13 +156,15 @@ def fraud_builtin(events: Any, spec: JobSpec) -> Any:
     from pyspark.sql import functions as F
 
     from spark_jobs.contract.durations import spark_interval
+    from spark_jobs.jobs.fraud_alerts import Params
 
+    p = Params.of(spec)
     good = events.withWatermark("event_time", spark_interval(spec.watermark_seconds))
-    w = F.window("event_time", spark_interval(spec.param_seconds("failure_gap")))
+    w = F.window("event_time", spark_interval(p.failure_gap))
     return (
         good.where(F.col("event_type") == "LOGIN_FAILED").groupBy("user_id", w.alias("w"))
         .agg(F.count(F.lit(1)).alias("failed_attempts"), F.approx_count_distinct("ip").alias("distinct_ips"))
-        .where(F.col("failed_attempts") >= int(spec.params.get("threshold", 5)))
+        .where(F.col("failed_attempts") >= p.threshold)
         .select("user_id", F.col("w.end").alias("alert_time"), "failed_attempts", "distinct_ips")
     )  # fmt: skip
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from spark_jobs.contract import paths
 from spark_jobs.contract.errors import UserError
-from spark_jobs.io import tables
+from spark_jobs.jobs import definition
 
 MARKER = "statekeeper-backfill:"
 COMMIT_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
@@ -67,7 +67,14 @@ def refusal(job: str, mode: str) -> str | None:
     """Why ``mode`` cannot be correct for ``job``, or None when it can."""
     if mode not in MODES:
         return f"mode must be one of {', '.join(MODES)}, not {mode!r}"
-    return REFUSED.get((job, mode))
+    if (job, mode) in REFUSED:
+        return REFUSED[(job, mode)]
+    if mode == "replace" and job not in SCOPE:
+        return (
+            f"{job} has no SCOPE entry in spark_jobs/publish.py naming the entities a backfill "
+            "covers, so replace cannot know which live rows to replace; use mode=append"
+        )
+    return None
 
 
 def _ledger(table: str, key: str) -> str:
@@ -184,16 +191,16 @@ def publish_rows(
 
 
 def _on_keys(job: str) -> str:
-    return " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in tables.KEYS[job])
+    return " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in definition(job).keys)
 
 
 def _append(spark: Any, job: str, rows: Any, live: str) -> str:
     from delta.tables import DeltaTable
 
     merge = DeltaTable.forPath(spark, live).alias("t").merge(rows.alias("s"), _on_keys(job))
-    if job in tables.ADDITIVE:
-        # A new dict, typed as delta-spark's dict[str, str | Column] (dicts are invariant).
-        merge = merge.whenMatchedUpdate(set={**tables.combined(job)})
+    combined = definition(job).combined()
+    if combined:
+        merge = merge.whenMatchedUpdate(set={**combined})  # delta-spark's dict type is invariant
         how = "merged, live rows of known keys combined"
     elif job in APPEND_REPLACES_WHEN:
         merge = merge.whenMatchedUpdateAll(condition=APPEND_REPLACES_WHEN[job])
@@ -210,7 +217,8 @@ def _replace(spark: Any, job: str, rows: Any, live: str) -> str:
     from delta.tables import DeltaTable
     from pyspark.sql import functions as F
 
-    keys, scope, col = list(tables.KEYS[job]), SCOPE[job], tables.TIME_COLUMN[job]
+    declared = definition(job)
+    keys, scope, col = list(declared.keys), SCOPE[job], declared.time_column
     lo, hi = rows.agg(F.min(col), F.max(col)).first()
     gone = (
         spark.read.format("delta").load(live)

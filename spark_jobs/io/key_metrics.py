@@ -15,28 +15,26 @@ changes (the first batch of a checkpoint starts at 0).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
-
-from spark_jobs.io.tables import OUTPUTS, columns
 
 COLUMN = "_keys"
 FIELDS = ("held", "updated", "removed", "expired")
 DDL = f"struct<{','.join(f'{f}:bigint' for f in FIELDS)}>"
 
 
-def output_schema(job: str) -> str:
-    """The job's output columns plus the metric column, for the stateful operator."""
-    return f"{OUTPUTS[job]}, {COLUMN} {DDL}"
+def output_schema(schema: str) -> str:
+    """A job's output columns (DDL) plus the metric column, for the stateful operator."""
+    return f"{schema}, {COLUMN} {DDL}"
 
 
-def frame(job: str, held: int, updated: int, removed: int, expired: int) -> Any:
-    """One metric row for ``job``'s output: data columns null, ``_keys`` the counts."""
+def frame(columns: Sequence[str], held: int, updated: int, removed: int, expired: int) -> Any:
+    """One metric row beside output ``columns``: data columns null, ``_keys`` the counts."""
     import pandas as pd
 
-    row: dict[str, Any] = dict.fromkeys(columns(job))
+    row: dict[str, Any] = dict.fromkeys(columns)
     row[COLUMN] = {"held": held, "updated": updated, "removed": removed, "expired": expired}
-    return pd.DataFrame([row], columns=[*columns(job), COLUMN])
+    return pd.DataFrame([row], columns=[*columns, COLUMN])
 
 
 def with_null_metrics(df: Any) -> Any:

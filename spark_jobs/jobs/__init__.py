@@ -1,27 +1,65 @@
-"""One module per job: ``build(spark, spec, events)`` turns the typed event streams into the
-output stream; ``SINK`` says how it is written (``append`` or ``upsert``)."""
+"""The jobs: every module of this package that defines ``JOB`` (a
+:class:`~spark_jobs.jobs.declaration.JobDef`) is one job. Nothing lists them by hand.
+
+Jobs kept outside this package join through ``STATEKEEPER_JOB_MODULES``: a comma-separated list
+of dotted module names, imported from ``sys.path`` like any installed code. It is an environment
+variable on purpose: whoever deploys the Spark side sets it (as they set ``PYTHONPATH``), while
+specs and DAG params, which name data paths, can never make a run import code.
+"""
 
 from __future__ import annotations
 
 import importlib
-from types import ModuleType
+import os
+import pkgutil
+from functools import cache
+from typing import TYPE_CHECKING
 
-JOB_MODULES = {
-    "sessions": "spark_jobs.jobs.sessions",
-    "fraud_alerts": "spark_jobs.jobs.fraud_alerts",
-    "service_health": "spark_jobs.jobs.service_health",
-    "user_counts": "spark_jobs.jobs.user_counts",
-    "windowed_counts": "spark_jobs.jobs.windowed_counts",
-    "dedup_events": "spark_jobs.jobs.dedup_events",
-    "order_payments": "spark_jobs.jobs.order_payments",
-}
+if TYPE_CHECKING:
+    from spark_jobs.jobs.declaration import JobDef
+
+EXTRA_MODULES_ENV = "STATEKEEPER_JOB_MODULES"
 
 
-def job_module(name: str) -> ModuleType:
+def definitions() -> dict[str, JobDef]:
+    """Every job by name: this package's, then those ``STATEKEEPER_JOB_MODULES`` names."""
+    extra = os.environ.get(EXTRA_MODULES_ENV, "")
+    return _discover(tuple(n.strip() for n in extra.split(",") if n.strip()))
+
+
+def definition(name: str) -> JobDef:
+    """The declaration of job ``name``; a one-line UserError when no module declares it."""
     from spark_jobs.contract.errors import UserError
 
-    if name not in JOB_MODULES:
+    jobs = definitions()
+    if name not in jobs:
         raise UserError(
-            f"job {name!r} has a spec but no implementation; jobs: {', '.join(JOB_MODULES)}"
+            f"job {name!r} has a spec but no implementation (a module defining JOB in "
+            f"spark_jobs/jobs or in {EXTRA_MODULES_ENV}); jobs: {', '.join(sorted(jobs))}"
         )
-    return importlib.import_module(JOB_MODULES[name])
+    return jobs[name]
+
+
+@cache
+def _discover(extra: tuple[str, ...]) -> dict[str, JobDef]:
+    from spark_jobs.contract.errors import UserError
+    from spark_jobs.jobs.declaration import JobDef
+
+    found: dict[str, JobDef] = {}
+    own = [f"{__name__}.{m.name}" for m in pkgutil.iter_modules(__path__)]
+    for module_name in [*own, *extra]:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            if module_name in own:
+                raise
+            raise UserError(f"{EXTRA_MODULES_ENV}: cannot import {module_name}: {exc}") from exc
+        job = getattr(module, "JOB", None)
+        if not isinstance(job, JobDef):
+            if module_name in extra:
+                raise UserError(f"{EXTRA_MODULES_ENV}: module {module_name} defines no JOB")
+            continue
+        if job.name in found:
+            raise UserError(f"job {job.name!r} is declared twice (again in {module_name})")
+        found[job.name] = job
+    return found

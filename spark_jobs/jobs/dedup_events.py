@@ -6,8 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from spark_jobs.contract.durations import spark_interval
-
-SINK = "append"
+from spark_jobs.jobs.declaration import JobDef
 
 
 def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
@@ -16,3 +15,16 @@ def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
         .withWatermark("event_time", spark_interval(spec.watermark_seconds))
         .dropDuplicatesWithinWatermark(["event_id"])
     )
+
+
+JOB = JobDef(
+    name="dedup_events",
+    inputs=("clickstream",),
+    schema=(
+        "event_id string, user_id string, event_type string, page string, duration_sec bigint, "
+        "event_time timestamp"
+    ),
+    keys=("event_id",),
+    time_column="event_time",
+    build=build,
+)

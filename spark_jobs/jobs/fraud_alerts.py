@@ -4,7 +4,7 @@ append). Logic: :mod:`spark_jobs.state.fraud`.
 The logic acts per event (count, reset, alert), so its result depends on the order of events;
 both executors therefore run in ordered mode (:mod:`spark_jobs.state.ordered`): events are held
 in state until the watermark passes them and applied in (time, event_id) order then. An alert
-is written once the watermark passes its 5th failure, about the watermark delay (10 minutes)
+is written once the watermark passes its ``threshold``-th failure, about the watermark delay
 after it happened, and is the same however the events were split into runs and batches.
 """
 
@@ -13,17 +13,25 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from pydantic import PositiveInt
+
 from spark_jobs.contract.durations import spark_interval
 from spark_jobs.io import key_metrics
-from spark_jobs.io.tables import columns
+from spark_jobs.jobs import keyed
+from spark_jobs.jobs.declaration import Duration, JobDef
 
-SINK = "append"
-# Part of the checkpoint binding: state written before ordered mode is refused, not misread.
-STATE_FORMAT = "ordered-v1"
+SCHEMA = (
+    "user_id string, alert_time timestamp, first_failure_time timestamp, "
+    "failed_attempts bigint, distinct_ips bigint, ips array<string>"
+)
 STATE_SCHEMA = "failures binary"
 INPUT_COLUMNS = ["user_id", "event_time", "event_id", "event_type", "ip"]
 TS_COLUMNS = ("alert_time", "first_failure_time")
-DEFAULT_THRESHOLD = 5
+
+
+class Params(keyed.BatchedParams):
+    failure_gap: Duration  # a failure further than this after the last one starts a new count
+    threshold: PositiveInt = 5  # the failure that raises an alert (and resets the count)
 
 
 def to_events(df: Any) -> dict[str, Any]:
@@ -39,15 +47,19 @@ def to_events(df: Any) -> dict[str, Any]:
     }
 
 
-def emit_alerts(rows: list[dict]) -> Iterator[Any]:
-    from spark_jobs.jobs.pandas_io import emit
+def make_emit(columns: list[str]):
+    def emit_alerts(rows: list[dict]) -> Iterator[Any]:
+        from spark_jobs.jobs.pandas_io import emit
 
-    for df in emit(rows, columns("fraud_alerts"), TS_COLUMNS):
-        yield key_metrics.with_null_metrics(df)
+        for df in emit(rows, columns, TS_COLUMNS):
+            yield key_metrics.with_null_metrics(df)
+
+    return emit_alerts
 
 
-def make_update(gap_ms: int, threshold: int):
+def make_update(gap_ms: int, threshold: int, columns: list[str]):
     """The per-key function: state is (the failure run, the events still held)."""
+    emit_alerts = make_emit(columns)
 
     def update_failures(key: tuple, pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
         from spark_jobs.jobs.pandas_io import concat
@@ -78,7 +90,7 @@ def make_update(gap_ms: int, threshold: int):
         yield from emit_alerts(rows)
         gone = had and not kept
         # counted as the bucket executor counts: a run the watermark ended expired, a reset removed
-        yield key_metrics.frame("fraud_alerts", int(kept) - int(had),
+        yield key_metrics.frame(columns, int(kept) - int(had),
                                 int(kept and bool(new or due)), int(gone and not over),
                                 int(gone and over))  # fmt: skip
 
@@ -86,32 +98,37 @@ def make_update(gap_ms: int, threshold: int):
 
 
 def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
-    gap_ms = int(spec.param_seconds("failure_gap") * 1000)
-    threshold = int(spec.params.get("threshold", DEFAULT_THRESHOLD))
+    p = Params.of(spec)
+    gap_ms = int(p.failure_gap * 1000)
+    columns = JOB.columns
     stream = events["auth"].withWatermark("event_time", spark_interval(spec.watermark_seconds))
     if spec.executor == "batched":
-        from spark_jobs.jobs import keyed
         from spark_jobs.state import fraud_bulk
 
-        update = keyed.make_ordered_update(
-            "fraud_alerts", fraud_bulk.ordered_step(gap_ms, threshold), to_events, emit_alerts
-        )
-        return keyed.bucketed(
-            stream,
-            "user_id",
-            INPUT_COLUMNS,
-            spec,
-            update,
-            key_metrics.output_schema("fraud_alerts"),
-        )
+        step = fraud_bulk.ordered_step(gap_ms, p.threshold)
+        update = keyed.make_ordered_update(columns, step, to_events, make_emit(columns))
+        return keyed.bucketed(stream, "user_id", INPUT_COLUMNS, p.buckets, update, SCHEMA)
     return (
         stream.select(*INPUT_COLUMNS)
         .groupBy("user_id")
         .applyInPandasWithState(
-            make_update(gap_ms, threshold),
-            key_metrics.output_schema("fraud_alerts"),
+            make_update(gap_ms, p.threshold, columns),
+            key_metrics.output_schema(SCHEMA),
             STATE_SCHEMA,
             "append",
             "EventTimeTimeout",
         )
     )
+
+
+JOB = JobDef(
+    name="fraud_alerts",
+    inputs=("auth",),
+    schema=SCHEMA,
+    keys=("user_id", "alert_time"),
+    time_column="alert_time",
+    build=build,
+    params=Params,
+    state_schema=STATE_SCHEMA,
+    state_format="ordered-v1",  # state written before ordered mode is refused, not misread
+)

@@ -7,15 +7,18 @@ from __future__ import annotations
 from typing import Any
 
 from spark_jobs.contract.durations import spark_interval
+from spark_jobs.jobs.declaration import Duration, JobDef, JobParams
 
-SINK = "append"
+
+class Params(JobParams):
+    payment_within: Duration  # a payment later than this after its order is not its payment
 
 
 def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
     from pyspark.sql import functions as F
 
     wm = spark_interval(spec.watermark_seconds)
-    within = spark_interval(spec.param_seconds("payment_within"))
+    within = spark_interval(Params.of(spec).payment_within)
     orders = (
         events["orders"]
         .select("order_id", "user_id", "amount", F.col("event_time").alias("order_time"))
@@ -40,3 +43,18 @@ def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
         "order_id", "user_id", "order_time", "payment_id", "payment_time", "amount",
         "payment_amount", F.col("payment_id").isNotNull().alias("matched"),
     )  # fmt: skip
+
+
+JOB = JobDef(
+    name="order_payments",
+    inputs=("orders", "payments"),
+    schema=(
+        "order_id string, user_id string, order_time timestamp, payment_id string, "
+        "payment_time timestamp, amount decimal(18,2), payment_amount decimal(18,2), "
+        "matched boolean"
+    ),
+    keys=("order_id",),
+    time_column="order_time",
+    build=build,
+    params=Params,
+)

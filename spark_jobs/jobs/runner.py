@@ -26,8 +26,8 @@ from spark_jobs.contract import paths
 from spark_jobs.contract.errors import ExitCode, JobFailed, UserError
 from spark_jobs.contract.spec import JobSpec
 from spark_jobs.io import events as ev
-from spark_jobs.io import sinks, sources, tables
-from spark_jobs.jobs import job_module
+from spark_jobs.io import sinks, sources
+from spark_jobs.jobs import definition
 from spark_jobs.runtime import binding, progress, spark_errors
 from spark_jobs.runtime.lock import JobLock
 
@@ -68,13 +68,7 @@ def _trigger(spec: JobSpec) -> dict[str, Any]:
 
 
 def fingerprint(spec: JobSpec) -> dict[str, Any]:
-    fp = spec.state_fingerprint()
-    module = job_module(spec.name)
-    if hasattr(module, "time_mode"):
-        fp["time_mode"] = module.time_mode(spec)
-    if hasattr(module, "STATE_FORMAT"):
-        fp["state_format"] = module.STATE_FORMAT
-    return fp
+    return {**spec.state_fingerprint(), **definition(spec.name).fingerprint(spec)}
 
 
 def check_writer(spec: JobSpec, new_checkpoint_for_existing_table: bool = False) -> None:
@@ -129,7 +123,8 @@ def run_job(
 
     ``new_checkpoint_for_existing_table``: let a new checkpoint write into tables that other
     queries already filled (every input row is written again)."""
-    module = job_module(spec.name)
+    job = definition(spec.name)
+    job.check_spec(spec)  # inputs and params, before anything is written
     spec = binding.adopt_repartition(spec)
     # Once before the lock as well: taking it creates the checkpoint folder, and a refused run
     # should leave nothing behind. Under the lock it is checked again, for real.
@@ -166,17 +161,17 @@ def run_job(
                 good[kind] = ev.good_events(parsed, kind)
                 b = ev.bad_records(parsed, spec.name, kind)
                 bad = b if bad is None else bad.unionByName(b)
-            out = module.build(spark, spec, good)
+            out = job.build(spark, spec, good)
             data_columns = [c for c in out.columns if c != sinks.KEYS_COL]
-            upsert = module.SINK == "upsert"
+            upsert = job.sink == "upsert"
             writer = sinks.make_batch_writer(
                 spec.output,
                 spec.quarantine,
                 spec.checkpoint,
                 qname,
                 data_columns,
-                tables.KEYS[spec.name] if upsert else None,
-                tables.combined(spec.name) if upsert and spec.name in tables.ADDITIVE else None,
+                job.keys if upsert else None,
+                job.combined() if upsert else None,
             )
             queries.append(
                 sinks.start(

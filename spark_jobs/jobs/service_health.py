@@ -19,22 +19,26 @@ from spark_jobs.contract import paths
 from spark_jobs.contract.durations import spark_interval
 from spark_jobs.contract.errors import UserError
 from spark_jobs.io import key_metrics
-from spark_jobs.io.tables import columns
+from spark_jobs.jobs.declaration import Duration, JobDef, JobParams
 
-SINK = "append"
-# Part of the checkpoint binding: state written before ordered mode is refused, not misread.
-STATE_FORMAT = "ordered-v1"
-HEALTH_SCHEMA = "last_seen long, status string"
-HELD_SCHEMA = "t long"
-INITIAL_STATE_SCHEMA = "service string, status string, last_seen timestamp"
+SCHEMA = "service string, status string, alert_time timestamp, last_seen timestamp"
+# transformWithState's state variables: the service's health, and the logs held until the
+# watermark passes them (ordered mode)
+STATE = {"health": "last_seen long, status string", "held": "t long"}
 TS_COLUMNS = ("alert_time", "last_seen")
+
+
+class Params(JobParams):
+    stale_after: Duration  # a service silent this long is stale
+    # a Delta table (service, status, last_seen) of the services known before the first run
+    initial_state: str | None = None
 
 
 def time_mode(spec: Any) -> str:
     return "EventTime" if spec.trigger.available_now else "ProcessingTime"
 
 
-def make_processor(stale_ms: int, mode: str):
+def make_processor(stale_ms: int, mode: str, cols: list[str]):
     from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
     from spark_jobs.jobs.pandas_io import concat, emit, to_ms
@@ -42,13 +46,12 @@ def make_processor(stale_ms: int, mode: str):
     from spark_jobs.state import service_health as logic
 
     processing = mode == "ProcessingTime"
-    cols = columns("service_health")
 
     class ServiceHealthProcessor(StatefulProcessor):
         def init(self, handle: Any) -> None:
             self.handle = handle
-            self.health = handle.getValueState("health", HEALTH_SCHEMA)
-            self.held = handle.getListState("held", HELD_SCHEMA)
+            self.health = handle.getValueState("health", STATE["health"])
+            self.held = handle.getListState("held", STATE["held"])
 
         def _get(self) -> Any:
             if not self.health.exists():
@@ -97,7 +100,7 @@ def make_processor(stale_ms: int, mode: str):
             (its status is what the next log is judged against), so keys only ever join."""
             for df in emit(alerts, cols, TS_COLUMNS):
                 yield key_metrics.with_null_metrics(df)
-            yield key_metrics.frame("service_health", int(not held_before), int(updated), 0, 0)
+            yield key_metrics.frame(cols, int(not held_before), int(updated), 0, 0)
 
         def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
             df = concat(rows)
@@ -127,12 +130,11 @@ def make_processor(stale_ms: int, mode: str):
     return ServiceHealthProcessor()
 
 
-def initial_state(spark: Any, spec: Any) -> Any | None:
+def initial_state(spark: Any, table: str | None) -> Any | None:
     """Known services and their last status, from the Delta table ``params.initial_state``."""
-    uri = spec.params.get("initial_state")
-    if not uri:
+    if not table:
         return None
-    uri = paths.resolve(str(uri))
+    uri = paths.resolve(table)
     local = paths.local_path(uri)
     if local is not None and not (local / "_delta_log").is_dir():
         return None  # no known services yet: start from nothing
@@ -150,15 +152,30 @@ def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
         raise UserError(
             f"job {spec.name} uses transformWithState, which needs state_store: rocksdb (spec says {spec.state_store})"
         )
-    stale_ms = int(spec.param_seconds("stale_after") * 1000)
+    p = Params.of(spec)
+    stale_ms = int(p.stale_after * 1000)
     mode = time_mode(spec)
     stream = events["service-logs"].select("service", "event_time")
     if mode == "EventTime":
         stream = stream.withWatermark("event_time", spark_interval(spec.watermark_seconds))
     return stream.groupBy("service").transformWithStateInPandas(
-        statefulProcessor=make_processor(stale_ms, mode),
-        outputStructType=key_metrics.output_schema("service_health"),
+        statefulProcessor=make_processor(stale_ms, mode, JOB.columns),
+        outputStructType=key_metrics.output_schema(SCHEMA),
         outputMode="Append",
         timeMode=mode,
-        initialState=initial_state(spark, spec),
+        initialState=initial_state(spark, p.initial_state),
     )
+
+
+JOB = JobDef(
+    name="service_health",
+    inputs=("service-logs",),
+    schema=SCHEMA,
+    keys=("service", "alert_time", "status"),
+    time_column="last_seen",
+    build=build,
+    params=Params,
+    state_schema=STATE,
+    state_format="ordered-v1",  # state written before ordered mode is refused, not misread
+    time_mode=time_mode,  # Spark pins it in the checkpoint
+)

@@ -1,22 +1,37 @@
 """``sessions``: clickstream sessions with flatMapGroupsWithState semantics
-(applyInPandasWithState, event-time timeout, append). Logic: :mod:`spark_jobs.state.sessions`."""
+(applyInPandasWithState, event-time timeout, append). Logic: :mod:`spark_jobs.state.sessions`
+per key, :mod:`spark_jobs.state.sessions_bulk` for the batched executor."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
 
+from pydantic import NonNegativeInt
+
 from spark_jobs.contract.durations import spark_interval
 from spark_jobs.io import key_metrics
-from spark_jobs.io.tables import columns
+from spark_jobs.jobs import keyed
+from spark_jobs.jobs.declaration import Duration, JobDef
 
-SINK = "append"
+SCHEMA = (
+    "user_id string, session_id string, session_start timestamp, session_end timestamp, "
+    "events bigint, page_views bigint, total_duration_sec bigint, last_pages array<string>, "
+    "purchased boolean, checkout_viewed boolean"
+)
 STATE_SCHEMA = "sessions binary"
 INPUT_COLUMNS = ["user_id", "event_time", "event_id", "event_type", "page", "duration_sec"]
 TS_COLUMNS = ("session_start", "session_end")
+# the batched executor ships event_type as an index into this (3: any other type)
+EVENT_TYPES = ("page_view", "purchase", "checkout", "other")
 
 
-def make_update(gap_ms: int, max_pages: int):
+class Params(keyed.BatchedParams):
+    gap: Duration  # a session is a run of a user's events at most this far apart
+    last_pages: NonNegativeInt = 10  # the pages of the last this many page views
+
+
+def make_update(gap_ms: int, max_pages: int, columns: list[str]):
     """The per-key function for applyInPandasWithState (timeout branch first)."""
 
     def update_sessions(key: tuple, pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
@@ -54,34 +69,112 @@ def make_update(gap_ms: int, max_pages: int):
             state.setTimeoutTimestamp(timeout)
         else:
             state.remove()
-        for df in emit(rows, columns("sessions"), TS_COLUMNS):
+        for df in emit(rows, columns, TS_COLUMNS):
             yield key_metrics.with_null_metrics(df)
         # a user leaves the state only when its last session closes: expired, never removed
-        yield key_metrics.frame("sessions", int(bool(still)) - int(had),
+        yield key_metrics.frame(columns, int(bool(still)) - int(had),
                                 int(bool(still) and bool(events or rows)), 0,
                                 int(had and not still))  # fmt: skip
 
     return update_sessions
 
 
+# -- the batched executor (spark_jobs.jobs.keyed): many users per Python call --------------------
+def bulk_events(df: Any) -> Any:
+    """A pandas frame of clickstream rows as :class:`sessions_bulk.Events`."""
+    import numpy as np
+
+    from spark_jobs.jobs.pandas_io import to_ms
+    from spark_jobs.state.sessions_bulk import Events
+
+    dur = df["duration_sec"].to_numpy(dtype="float64", na_value=np.nan)
+    return Events(
+        key=df["user_id"].to_numpy(dtype=object),
+        t=to_ms(df["event_time"]),
+        eid=df["event_id"].to_numpy(dtype=object),
+        etype=np.array(EVENT_TYPES, dtype=object)[df["event_type"].to_numpy(dtype=np.int64)],
+        page=df["page"].astype(object).where(df["page"].notna(), None).to_numpy(dtype=object),
+        dur=np.where(np.isnan(dur), 0, dur).astype(np.int64),
+    )
+
+
+def make_bucket_update(gap_ms: int, max_pages: int, columns: list[str]):
+    def update_session_bucket(key: tuple, pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
+        from spark_jobs.jobs.pandas_io import concat, rows_frame
+        from spark_jobs.state import sessions_bulk as bulk
+
+        prev = bulk.Sessions.decode(state.get[1]) if state.exists else bulk.Sessions.empty()
+        events = bulk.Events.empty()
+        if not state.hasTimedOut:
+            df = concat(pdfs)
+            if df is not None:
+                events = bulk_events(df)
+        closed, still, timeout = bulk.update_bucket(
+            events, prev, state.getCurrentWatermarkMs(), gap_ms, max_pages
+        )
+        keyed.save(
+            state, still.key_count(), still.encode() if timeout is not None else b"", timeout
+        )
+        if len(closed):
+            out = rows_frame(bulk.output_columns(closed), columns, TS_COLUMNS)
+            yield key_metrics.with_null_metrics(out)
+        before, after = set(prev.key.tolist()), set(still.key.tolist())
+        touched = (set(events.key.tolist()) | set(closed.key.tolist())) & after
+        # sessions never drop a user by logic: a user leaves when its last session closes
+        yield key_metrics.frame(columns, len(after) - len(before), len(touched), 0,
+                                len(before - after))  # fmt: skip
+
+    return update_session_bucket
+
+
+def batched(stream: Any, p: Params, gap_ms: int, columns: list[str]) -> Any:
+    from pyspark.sql import functions as F
+
+    from spark_jobs.state.sessions import CHECKOUT, PAGE_VIEW, PURCHASE
+
+    # event_id and page matter only for page views (last_pages and its order): others ship nulls,
+    # which shrinks the shuffle and the Arrow batches without changing any result
+    et = F.col("event_type")
+    pv = et == PAGE_VIEW
+    code = F.when(pv, 0).when(et == PURCHASE, 1).when(et == CHECKOUT, 2).otherwise(3)
+    cols = [
+        "user_id", "event_time", F.when(pv, F.col("event_id")).alias("event_id"),
+        code.cast("tinyint").alias("event_type"),  # the logic asks only which of three it is
+        F.when(pv, F.col("page")).alias("page"), "duration_sec",
+    ]  # fmt: skip
+    update = make_bucket_update(gap_ms, p.last_pages, columns)
+    return keyed.bucketed(stream, "user_id", cols, p.buckets, update, SCHEMA)
+
+
 def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
-    gap_ms = int(spec.param_seconds("gap") * 1000)
-    max_pages = int(spec.params.get("last_pages", 10))
+    p = Params.of(spec)
+    gap_ms = int(p.gap * 1000)
+    columns = JOB.columns
     stream = events["clickstream"].withWatermark(
         "event_time", spark_interval(spec.watermark_seconds)
     )
     if spec.executor == "batched":
-        from spark_jobs.jobs import keyed
-
-        return keyed.batched_sessions(stream, spec, gap_ms, max_pages)
+        return batched(stream, p, gap_ms, columns)
     return (
         stream.select(*INPUT_COLUMNS)
         .groupBy("user_id")
         .applyInPandasWithState(
-            make_update(gap_ms, max_pages),
-            key_metrics.output_schema("sessions"),
+            make_update(gap_ms, p.last_pages, columns),
+            key_metrics.output_schema(SCHEMA),
             STATE_SCHEMA,
             "append",
             "EventTimeTimeout",
         )
     )
+
+
+JOB = JobDef(
+    name="sessions",
+    inputs=("clickstream",),
+    schema=SCHEMA,
+    keys=("session_id",),
+    time_column="session_end",
+    build=build,
+    params=Params,
+    state_schema=STATE_SCHEMA,
+)

@@ -12,10 +12,11 @@ from typing import Any
 
 from spark_jobs.contract.durations import spark_interval
 from spark_jobs.io import key_metrics
-from spark_jobs.io.tables import columns
+from spark_jobs.io.tables import column_names
+from spark_jobs.jobs.declaration import JobDef
 
-SINK = "upsert"
-KEY = "user_id"
+SCHEMA = "user_id string, total_events bigint, purchases bigint, last_event_time timestamp"
+COLUMNS = column_names(SCHEMA)
 STATE_SCHEMA = "total_events long, purchases long, last_event_ms long"
 
 
@@ -33,14 +34,14 @@ def update_totals(key: tuple, pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
     row, new = logic.update(key[0], events, prev)  # type: ignore[arg-type]
     state.update(new)
     # The row carries this batch's increments; the upsert sink adds them to the table's totals
-    # (tables.ADDITIVE), so events a backfill added for this user stay counted.
+    # (JOB.additive), so events a backfill added for this user stay counted.
     before = prev or (0, 0, 0)
     row["total_events"] -= before[0]
     row["purchases"] -= before[1]
-    for out in emit([row], columns("user_counts"), ("last_event_time",)):
+    for out in emit([row], COLUMNS, ("last_event_time",)):
         yield key_metrics.with_null_metrics(out)
     # totals are kept forever (no timeout): a call adds a user or updates one
-    yield key_metrics.frame("user_counts", int(prev is None), 1, 0, 0)
+    yield key_metrics.frame(COLUMNS, int(prev is None), 1, 0, 0)
 
 
 def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
@@ -52,9 +53,22 @@ def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
         .groupBy("user_id")
         .applyInPandasWithState(
             update_totals,
-            key_metrics.output_schema("user_counts"),
+            key_metrics.output_schema(SCHEMA),
             STATE_SCHEMA,
             "update",
             "NoTimeout",
         )
     )
+
+
+JOB = JobDef(
+    name="user_counts",
+    inputs=("clickstream",),
+    schema=SCHEMA,
+    keys=("user_id",),
+    time_column="last_event_time",
+    build=build,
+    sink="upsert",
+    additive={"total_events": "sum", "purchases": "sum", "last_event_time": "max"},
+    state_schema=STATE_SCHEMA,
+)

@@ -6,14 +6,17 @@ from __future__ import annotations
 from typing import Any
 
 from spark_jobs.contract.durations import spark_interval
+from spark_jobs.jobs.declaration import Duration, JobDef, JobParams
 
-SINK = "append"
+
+class Params(JobParams):
+    window: Duration  # the tumbling window's length
 
 
 def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
     from pyspark.sql import functions as F
 
-    window = spark_interval(spec.param_seconds("window"))
+    window = spark_interval(Params.of(spec).window)
     return (
         events["clickstream"]
         .withWatermark("event_time", spark_interval(spec.watermark_seconds))
@@ -26,3 +29,15 @@ def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
             F.col("count").cast("bigint").alias("count"),
         )
     )
+
+
+JOB = JobDef(
+    name="windowed_counts",
+    inputs=("clickstream",),
+    schema="window_start timestamp, window_end timestamp, event_type string, count bigint",
+    keys=("window_start", "event_type"),
+    time_column="window_end",
+    build=build,
+    additive={"count": "sum"},  # a backfill's counts add to the live window's
+    params=Params,
+)

@@ -177,6 +177,6 @@ def read_slice(
 def empty_quarantine() -> Any:
     import pandas as pd
 
-    from spark_jobs.io.tables import QUARANTINE
+    from spark_jobs.io.tables import QUARANTINE, column_names
 
-    return pd.DataFrame(columns=[c.split(" ", 1)[0] for c in QUARANTINE.split(", ")])
+    return pd.DataFrame(columns=column_names(QUARANTINE))

@@ -27,7 +27,7 @@ from typing import Any
 from spark_jobs.contract import paths
 from spark_jobs.contract.durations import describe
 from spark_jobs.contract.errors import ExitCode, UserError
-from spark_jobs.io import tables
+from spark_jobs.jobs import definition
 from spark_jobs.quality import incremental, local, results
 from spark_jobs.quality.suites import (
     P_FRESHNESS_FLOOR,
@@ -161,7 +161,7 @@ def run_quality(
         from spark_jobs.runtime.session import build_session
 
         spark = build_session(f"statekeeper-quality-{spec.name}")
-    keys, upsert = tables.KEYS[spec.name], spec.output_mode == "update"
+    keys, upsert = definition(spec.name).keys, spec.output_mode == "update"
     if out.engine == "pandas":
         main = local.read_slice(uri, last_main, keys, upsert=upsert, full=full)
     else:

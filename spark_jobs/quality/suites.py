@@ -14,9 +14,10 @@ its own name with its arguments::
 
 or one of the project's named checks, which expand from the one place that knows the facts:
 
-- ``schema``: column names in order and each column's Spark type, from ``io/tables.OUTPUTS``;
-- ``keys``: every key column not null, the key unique, from ``io/tables.KEYS``;
-- ``freshness``: the newest ``TIME_COLUMN`` value within the spec's ``quality.freshness_sla`` of
+- ``schema``: column names in order and each column's Spark type, from the job's declaration
+  (``JOB.schema`` in its module, :mod:`spark_jobs.jobs.declaration`);
+- ``keys``: every key column not null, the key unique, from ``JOB.keys``;
+- ``freshness``: the newest ``JOB.time_column`` value within the spec's ``quality.freshness_sla`` of
   the job's watermark (else the run time);
 - ``volume``: the new rows within ``min_ratio``..``max_ratio`` of the median of the trailing runs;
 - ``quarantine_rate``: rows quarantined / records read at most the spec's
@@ -40,6 +41,7 @@ from spark_jobs.contract.blocks import Quality
 from spark_jobs.contract.durations import describe
 from spark_jobs.contract.errors import UserError
 from spark_jobs.io import tables
+from spark_jobs.jobs import definition
 
 SEVERITIES = {"warn": "warning", "fail": "critical"}  # ours -> Great Expectations' FailureSeverity
 MACROS = ("schema", "keys", "freshness", "volume", "quarantine_rate")
@@ -144,8 +146,7 @@ def parse_suite(raw: Any, spec: Any, where: str) -> Suite:
     table = raw.get("table", spec.name)
     if table != spec.name:
         raise UserError(f"expectation suite {where} is for table {table!r}, not {spec.name!r}")
-    if spec.name not in tables.OUTPUTS:
-        raise UserError(f"job {spec.name} has no output schema in spark_jobs/io/tables.py")
+    definition(spec.name)  # a one-line error when no module declares the job
     checks: list[Check] = []
     volume = dict(VOLUME_DEFAULTS)
     for i, entry in enumerate(raw["checks"], start=1):
@@ -197,6 +198,7 @@ def parse_suite(raw: Any, spec: Any, where: str) -> Suite:
 def expand(macro: str, spec: Any, severity: str, why: str, where: str = "") -> list[Check]:
     """A named check as the Great Expectations expectations it stands for."""
     job = spec.name
+    declared = definition(job)
     if macro == "schema":
         cols = column_types(job)
         out = [
@@ -208,7 +210,7 @@ def expand(macro: str, spec: Any, severity: str, why: str, where: str = "") -> l
                              {"column": col, "type_": typ}, severity, TABLE, macro, why))  # fmt: skip
         return out
     if macro == "keys":
-        keys = tables.KEYS[job]
+        keys = declared.keys
         out = [
             Check(f"keys: {k} not null", "expect_column_values_to_not_be_null", {"column": k},
                   severity, TABLE, macro, why or "a row without its key cannot be joined or upserted")
@@ -222,7 +224,7 @@ def expand(macro: str, spec: Any, severity: str, why: str, where: str = "") -> l
                              {"column_list": list(keys)}, severity, TABLE, macro, why or "one row per key"))  # fmt: skip
         return out
     if macro == "freshness":
-        col = tables.TIME_COLUMN[job]
+        col = declared.time_column
         sla = spec.quality.freshness_sla
         if sla is None:
             raise UserError(f"job {job}: freshness needs quality.freshness_sla in {spec.path}")
@@ -256,12 +258,8 @@ def expand(macro: str, spec: Any, severity: str, why: str, where: str = "") -> l
 
 
 def column_types(job: str) -> dict[str, str]:
-    """Column -> pyspark type class name, from the DDL in ``io/tables.OUTPUTS``."""
-    out: dict[str, str] = {}
-    for part in _split_ddl(tables.OUTPUTS[job]):
-        name, ddl = part.split(None, 1)
-        out[name] = spark_type_name(ddl)
-    return out
+    """Column -> pyspark type class name, from the job's declared schema."""
+    return {name: spark_type_name(ddl) for name, ddl in tables.ddl_fields(definition(job).schema)}
 
 
 def spark_type_name(ddl: str) -> str:
@@ -277,24 +275,6 @@ def spark_type_name(ddl: str) -> str:
     if t not in _SPARK_TYPES:
         raise UserError(f"no Spark type known for DDL type {ddl!r}")
     return _SPARK_TYPES[t]
-
-
-def _split_ddl(ddl: str) -> list[str]:
-    """Top-level ``name type`` parts of a DDL string (commas inside <> or () do not split)."""
-    parts, depth, cur = [], 0, ""
-    for ch in ddl:
-        if ch in "<(":
-            depth += 1
-        elif ch in ">)":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    if cur.strip():
-        parts.append(cur.strip())
-    return parts
 
 
 def _resolve(value: Any, spec: Any, where: str) -> Any:

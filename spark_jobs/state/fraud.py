@@ -40,7 +40,7 @@ def update(
     events: Iterable[Event],
     state: Failures | None,
     gap_ms: int,
-    threshold: int = 5,
+    threshold: int,
 ) -> tuple[list[dict], Failures | None, int | None]:
     """Returns (alert rows, state to keep or None to remove, event-time timeout or None)."""
     st = state or Failures()

@@ -100,7 +100,7 @@ def group_events(
 
 
 def update_bucket(
-    events: dict[str, list], bucket: Bucket, watermark_ms: int, gap_ms: int, threshold: int = 5
+    events: dict[str, list], bucket: Bucket, watermark_ms: int, gap_ms: int, threshold: int
 ) -> tuple[list[dict], Bucket, int | None]:
     """Returns (alert rows, the bucket's new state, its timeout or None = remove)."""
     users = dict(bucket.users)
@@ -120,7 +120,7 @@ def update_bucket(
     return alerts, new, new.timeout()
 
 
-def ordered_step(gap_ms: int, threshold: int = 5) -> ordered.Step:
+def ordered_step(gap_ms: int, threshold: int) -> ordered.Step:
     """fraud_alerts for the ordered bucket executor: released events, in event-time order, go
     through :func:`update_bucket`; a user past its deadline with nothing released expires."""
 

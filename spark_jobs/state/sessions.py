@@ -118,7 +118,7 @@ def update(
     state: list[Session],
     watermark_ms: int,
     gap_ms: int,
-    max_pages: int = 10,
+    max_pages: int,
 ) -> tuple[list[dict], list[Session], int | None]:
     """One call for one user: new events (maybe none, on a timeout) and the open sessions.
 

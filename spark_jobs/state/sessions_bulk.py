@@ -168,7 +168,7 @@ def _last_pages(
 
 
 def update_bucket(
-    events: Events, state: Sessions, watermark_ms: int, gap_ms: int, max_pages: int = 10
+    events: Events, state: Sessions, watermark_ms: int, gap_ms: int, max_pages: int
 ) -> tuple[Sessions, Sessions, int | None]:
     """One call for a bucket of users: returns (closed sessions to emit, open sessions to keep,
     the bucket's timeout = earliest deadline of any kept user, or None = remove the state)."""

@@ -19,12 +19,13 @@ from typing import Any
 import pytest
 
 from spark_jobs.contract.errors import UserError
-from spark_jobs.io import tables
+from spark_jobs.io.tables import ddl_fields
+from spark_jobs.jobs import definition, definitions
 from spark_jobs.publish import LEDGER_DIR, SCOPE, publish_rows, published
 
 pytestmark = pytest.mark.integration
 
-JOBS = list(tables.OUTPUTS)
+JOBS = sorted(definitions())
 T = datetime(2026, 3, 15, 12, 0)  # naive UTC, as Spark returns timestamps
 
 
@@ -33,11 +34,10 @@ def row(job: str, who: str, minutes: int, n: int, v: int = 0) -> tuple:
     with its time column at ``minutes``. Keys depend on (who, minutes, n); values on ``v``."""
     scope = SCOPE.get(job, "user_id")
     out: list[Any] = []
-    for col in tables.OUTPUTS[job].split(", "):
-        name, kind = col.split(" ", 1)
+    for name, kind in ddl_fields(definition(job).schema):
         if name == scope:
             out.append(who)
-        elif name == tables.TIME_COLUMN[job]:
+        elif name == definition(job).time_column:
             out.append(T + timedelta(minutes=minutes))
         elif kind == "timestamp":
             out.append(T + timedelta(minutes=minutes - 1))
@@ -55,7 +55,7 @@ def row(job: str, who: str, minutes: int, n: int, v: int = 0) -> tuple:
 
 
 def table(spark: Any, path: Path, job: str, rows: list[tuple]) -> str:
-    spark.createDataFrame(rows, tables.OUTPUTS[job]).write.format("delta").save(str(path))
+    spark.createDataFrame(rows, definition(job).schema).write.format("delta").save(str(path))
     return str(path)
 
 
@@ -96,9 +96,9 @@ def test_append_adds_new_keys_and_combines_known_ones_once(spark, tmp_path, job)
     live = table(spark, tmp_path / "live", job, [known_live])
     staged = table(spark, tmp_path / "staged", job, [known_staged, row(job, "C", 200, 2, v=1)])
     assert publish_rows(spark, job, staged, live, "append", "k1")["published"]
-    cols = tables.columns(job)
-    if job in tables.ADDITIVE:  # backfilled events of a known key add to its totals/counts
-        ops = tables.ADDITIVE[job]
+    cols = definition(job).columns
+    if definition(job).additive:  # backfilled events of a known key add to its totals/counts
+        ops = definition(job).additive
         known = tuple(
             (a + b if ops[c] == "sum" else max(a, b)) if c in ops else a
             for c, a, b in zip(cols, known_live, known_staged, strict=True)
@@ -141,9 +141,9 @@ def _expire_log(spark: Any, live: str) -> None:
     """What Delta's log cleanup does after the retention: a checkpoint, then the commit files
     before it deleted."""
     spark.sql(f"ALTER TABLE delta.`{live}` SET TBLPROPERTIES ('delta.checkpointInterval' = '1')")
-    spark.createDataFrame([row("sessions", "Z", 900, 9)], tables.OUTPUTS["sessions"]).write.format(
-        "delta"
-    ).mode("append").save(live)
+    spark.createDataFrame(
+        [row("sessions", "Z", 900, 9)], definition("sessions").schema
+    ).write.format("delta").mode("append").save(live)
     log = Path(live) / "_delta_log"
     last = max(int(p.name.split(".")[0]) for p in log.glob("*.checkpoint.parquet"))
     for p in log.iterdir():

@@ -18,7 +18,8 @@ import pytest
 
 from spark_jobs.contract.blocks import Quality
 from spark_jobs.contract.spec import load_spec
-from spark_jobs.io.tables import OUTPUTS, QUARANTINE
+from spark_jobs.io.tables import QUARANTINE
+from spark_jobs.jobs import definition
 from spark_jobs.quality import results
 from spark_jobs.quality.runner import run_quality
 
@@ -134,7 +135,9 @@ DEFECTS = {
 def write(spark, job: str, uri: Path, rows: list[dict], mode: str = "append") -> None:
     cols = list(clean_row(job, 0))
     data = [tuple(r[c] for c in cols) for r in rows]
-    spark.createDataFrame(data, schema=OUTPUTS[job]).write.format("delta").mode(mode).save(str(uri))
+    spark.createDataFrame(data, schema=definition(job).schema).write.format("delta").mode(
+        mode
+    ).save(str(uri))
 
 
 def quarantine(spark, out: Path, n: int) -> None:

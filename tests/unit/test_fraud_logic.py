@@ -8,6 +8,7 @@ pytestmark = pytest.mark.unit
 
 MIN = 60_000
 GAP = 10 * MIN
+THRESHOLD = 5  # the logic takes it from the job's params; the tests below count to 5
 
 
 def fail(minute, ip="1.1.1.1", eid=None):
@@ -20,7 +21,7 @@ def ok(minute):
 
 def test_fifth_failure_alerts_once_and_resets():
     events = [fail(i, ip=f"10.0.0.{i % 2}") for i in range(7)]
-    alerts, st, timeout = f.update("u", events, None, GAP)
+    alerts, st, timeout = f.update("u", events, None, GAP, THRESHOLD)
     assert len(alerts) == 1
     a = alerts[0]
     assert (a["alert_time"], a["first_failure_time"], a["failed_attempts"], a["distinct_ips"]) == (
@@ -34,26 +35,30 @@ def test_fifth_failure_alerts_once_and_resets():
 
 def test_success_resets_the_count():
     events = [fail(0), fail(1), fail(2), fail(3), ok(4), fail(5), fail(6)]
-    alerts, st, _ = f.update("u", events, None, GAP)
+    alerts, st, _ = f.update("u", events, None, GAP, THRESHOLD)
     assert alerts == [] and st.count == 2
 
 
 def test_gap_over_ten_minutes_resets_and_exactly_ten_does_not():
-    alerts, st, _ = f.update("u", [fail(0), fail(1), fail(2), fail(3), fail(14)], None, GAP)
+    alerts, st, _ = f.update(
+        "u", [fail(0), fail(1), fail(2), fail(3), fail(14)], None, GAP, THRESHOLD
+    )
     assert alerts == [] and st.count == 1 and st.first == 14 * MIN
-    alerts, _, _ = f.update("u", [fail(0), fail(1), fail(2), fail(3), fail(13)], None, GAP)
+    alerts, _, _ = f.update(
+        "u", [fail(0), fail(1), fail(2), fail(3), fail(13)], None, GAP, THRESHOLD
+    )
     assert len(alerts) == 1
 
 
 def test_out_of_order_within_a_batch_is_ordered_by_event_time():
     events = [fail(4), ok(0), fail(1), fail(2), fail(3), fail(5)]
-    alerts, _, _ = f.update("u", events, None, GAP)
+    alerts, _, _ = f.update("u", events, None, GAP, THRESHOLD)
     assert len(alerts) == 1 and alerts[0]["first_failure_time"] == 1 * MIN
 
 
 def test_state_carries_across_calls_and_expire_removes_it():
-    _, st, _ = f.update("u", [fail(0), fail(1)], None, GAP)
+    _, st, _ = f.update("u", [fail(0), fail(1)], None, GAP, THRESHOLD)
     st = f.Failures.from_tuple(st.to_tuple())
-    alerts, st2, _ = f.update("u", [fail(2), fail(3), fail(4)], st, GAP)
+    alerts, st2, _ = f.update("u", [fail(2), fail(3), fail(4)], st, GAP, THRESHOLD)
     assert len(alerts) == 1 and st2 is None  # reset to nothing: remove the state
     assert f.expire(st) == ([], None, None)

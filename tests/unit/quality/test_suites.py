@@ -1,5 +1,5 @@
-"""Suites as files: every output table has one, its named checks expand from io/tables.py and the
-job spec, and a mistake in a suite file is a one-line UserError."""
+"""Suites as files: every output table has one, its named checks expand from the job's declaration
+and spec, and a mistake in a suite file is a one-line UserError."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from spark_jobs.contract.errors import UserError
 from spark_jobs.contract.spec import list_jobs, load_spec
-from spark_jobs.io import tables
+from spark_jobs.jobs import definition
 from spark_jobs.quality import results
 from spark_jobs.quality.suites import (
     QUARANTINE,
@@ -33,7 +33,7 @@ def test_every_job_has_a_suite_with_severities_and_the_core_checks(job):
     ]
     assert cols[0].kwargs["column_list"] == list(column_types(job))
     key_checks = [c for c in suite.checks if c.macro == "keys"]
-    assert len(key_checks) == len(tables.KEYS[job]) + 1  # not null each, unique once
+    assert len(key_checks) == len(definition(job).keys) + 1  # not null each, unique once
     assert suite.for_target(QUARANTINE) and suite.for_target(TABLE)
 
 
@@ -41,7 +41,7 @@ def test_column_types_follow_the_ddl():
     assert column_types("order_payments")["amount"] == "DecimalType"
     assert column_types("sessions")["last_pages"] == "ArrayType"
     assert column_types("sessions")["events"] == "LongType"
-    assert list(column_types("order_payments")) == tables.columns("order_payments")
+    assert list(column_types("order_payments")) == definition("order_payments").columns
 
 
 def test_keys_expand_to_compound_unique_for_two_columns():

@@ -1,0 +1,128 @@
+"""A job's declaration: ``JOB = JobDef(...)`` in its module, the one place each fact is written.
+
+The registry (:mod:`spark_jobs.jobs`) finds the declarations; the runner, the sinks, the batched
+executor, publishing and the quality suites' schema, key and freshness checks read them. A job's
+parameters are a :class:`JobParams` model: their types and defaults, checked against the spec's
+``params`` before Spark starts. No Spark import here: the quality suites read declarations
+without a JVM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+
+from spark_jobs.contract.durations import parse_seconds
+from spark_jobs.contract.errors import UserError
+from spark_jobs.io import tables
+
+SINKS = ("append", "upsert")
+
+
+def _seconds(value: Any) -> float:
+    try:
+        return parse_seconds(value)
+    except UserError as exc:  # pydantic reports ValueErrors as the field's error
+        raise ValueError(
+            f"{value!r} is not a duration; write e.g. 30s, 10 minutes, 1 hour"
+        ) from exc
+
+
+# A duration as written in a spec (``30 minutes``), as seconds.
+Duration = Annotated[float, BeforeValidator(_seconds)]
+
+
+class JobParams(BaseModel):
+    """A job's ``params``: subclass with one field per parameter, its type and its default (a
+    field without a default is required). Unknown names are refused, so a typo is not ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @classmethod
+    def of(cls, spec: Any) -> Self:
+        """``spec.params`` checked and completed with the defaults; a one-line UserError naming
+        the spec file and the parameter otherwise."""
+        try:
+            return cls.model_validate(spec.params)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            name = ".".join(str(p) for p in err["loc"]) or "params"
+            if err["type"] == "extra_forbidden":
+                known = ", ".join(cls.model_fields) or "none"
+                why = f"is not a parameter of job {spec.name} (its parameters: {known})"
+            elif err["type"] == "missing":
+                why = "is required"
+            else:
+                why = f"{err['msg'][0].lower()}{err['msg'][1:]} (got {err.get('input')!r})"
+            raise UserError(f"job spec {spec.path or spec.name}: params.{name} {why}") from None
+
+
+@dataclass(frozen=True)
+class JobDef:
+    """Everything about one job but its spec (paths, watermark, trigger: ``include/jobs``)."""
+
+    name: str
+    inputs: tuple[str, ...]  # the input kinds it reads (spark_jobs.io.events)
+    schema: str  # the output table's columns, as Spark DDL (CONTRACTS.md section 3)
+    keys: tuple[str, ...]  # identify a row: unique in the table (quality checks, upserts)
+    time_column: str  # the event-time column that says how fresh the table is
+    # (spark, spec, {kind: typed event stream}) -> the output stream (plus the _keys metric rows
+    # when the job keeps its own state: spark_jobs.io.key_metrics)
+    build: Callable[[Any, Any, dict[str, Any]], Any]
+    sink: Literal["append", "upsert"] = "append"  # upsert merges each batch on ``keys``
+    # Columns that add up across rows of one key (column -> "sum" | "max"): the upsert sink merges
+    # a batch's increments with them, and a backfill's append adds its rows to the live ones.
+    additive: Mapping[str, str] = field(default_factory=dict)
+    params: type[JobParams] = JobParams
+    # The state kept per key by the job's own logic: a DDL string (applyInPandasWithState's
+    # state row) or state variable -> DDL (transformWithState); None when Spark keeps it.
+    state_schema: str | Mapping[str, str] | None = None
+    # Part of the checkpoint binding: state written in an older layout is refused, not misread.
+    state_format: str | None = None
+    # spec -> the time mode Spark pins in the checkpoint (transformWithState), bound likewise.
+    time_mode: Callable[[Any], str] | None = None
+
+    def __post_init__(self) -> None:
+        cols = set(self.columns)
+        wrong = [c for c in (*self.keys, self.time_column, *self.additive) if c not in cols]
+        if wrong:
+            raise ValueError(f"job {self.name}: {', '.join(wrong)} not in its schema")
+        if self.sink not in SINKS:
+            raise ValueError(f"job {self.name}: sink must be one of {', '.join(SINKS)}")
+        bad = {op for op in self.additive.values() if op not in tables.ADDITIVE_OPS}
+        if bad or not self.keys or not self.inputs:
+            raise ValueError(f"job {self.name}: needs inputs and keys; additive ops are sum, max")
+
+    @property
+    def columns(self) -> list[str]:
+        """The output columns' names, in order."""
+        return tables.column_names(self.schema)
+
+    def combined(self) -> dict[str, str] | None:
+        """MERGE ``set`` expressions adding a row's additive columns to the live row's, or None
+        when no column adds up."""
+        return tables.combined(self.additive) if self.additive else None
+
+    def parameters(self, spec: Any) -> JobParams:
+        return self.params.of(spec)
+
+    def fingerprint(self, spec: Any) -> dict[str, Any]:
+        """What of the declaration a checkpoint's state depends on, beside the spec's."""
+        out: dict[str, Any] = {}
+        if self.time_mode is not None:
+            out["time_mode"] = self.time_mode(spec)
+        if self.state_format is not None:
+            out["state_format"] = self.state_format
+        return out
+
+    def check_spec(self, spec: Any) -> None:
+        """The spec fits the job: the inputs it reads and valid parameters (one-line UserError)."""
+        if sorted(spec.kinds) != sorted(self.inputs):
+            raise UserError(
+                f"job spec {spec.path or spec.name}: inputs must be {', '.join(self.inputs)} "
+                f"(what job {self.name} reads), not {', '.join(spec.kinds)}"
+            )
+        self.parameters(spec)
