@@ -98,11 +98,11 @@ class PublishAssetOperator(BaseOperator):
         self.table = table
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from statekeeper import delta_log
+        from spark_jobs.contract import delta
 
         check_path_params(context)
         table = resolve(self.table)
-        version = delta_log.version(table)
+        version = delta.version(table)
         if version is None:
             raise AirflowSkipException(f"no Delta table at {table} yet; nothing to publish")
         extra = {"table": table, "version": version}

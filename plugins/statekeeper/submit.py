@@ -163,10 +163,10 @@ class SparkJobsSubmitOperator(SparkSubmitOperator):
             ) from None
         result: dict[str, Any] = {"arguments": args}
         if self.report_table:
-            from statekeeper import delta_log
+            from spark_jobs.contract import delta
 
             table = resolve(self.report_table)
-            result.update(table=table, version=delta_log.version(table))
+            result.update(table=table, version=delta.version(table))
         return result
 
     def _reason(self) -> str:

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from spark_jobs.contract import paths
+from spark_jobs.contract import delta, paths
 from spark_jobs.contract.errors import UserError
 
 CHECKPOINT_ROOTS_ENV = "STATEKEEPER_CHECKPOINT_ROOTS"
@@ -69,7 +69,7 @@ def not_checkpoints() -> list[str]:
 
         out += [s.output for s in load_all()]
     except UserError:
-        pass  # the _delta_log check below still stands
+        pass  # the Delta table check below still stands
     return out
 
 
@@ -85,7 +85,7 @@ def check_is_checkpoint(ck: str) -> None:
     if local is None:
         return
     for folder in (local, *local.parents):
-        if (folder / "_delta_log").is_dir():
+        if delta.exists(str(folder)):
             raise UserError(f"{ck} is inside the Delta table {folder}, not a checkpoint")
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from spark_jobs.contract import paths
+from spark_jobs.contract import delta, paths
 from spark_jobs.contract.durations import spark_interval
 from spark_jobs.contract.errors import UserError
 from spark_jobs.io import key_metrics
@@ -133,8 +133,7 @@ def initial_state(spark: Any, spec: Any) -> Any | None:
     if not uri:
         return None
     uri = paths.resolve(str(uri))
-    local = paths.local_path(uri)
-    if local is not None and not (local / "_delta_log").is_dir():
+    if not delta.exists(uri):
         return None  # no known services yet: start from nothing
     df = spark.read.format("delta").load(uri)
     missing = {"service", "status", "last_seen"} - set(df.columns)

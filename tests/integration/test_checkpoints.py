@@ -20,11 +20,12 @@ from spark_jobs.checkpoints import validate as V
 from spark_jobs.checkpoints.cli import register  # noqa: F401  (the subcommand exists)
 from spark_jobs.checkpoints.inspect import inspect_checkpoint
 from spark_jobs.checkpoints.layout import read_layout
-from spark_jobs.checkpoints.rollback import delta_version_of_batch, rollback
+from spark_jobs.checkpoints.rollback import rollback
 from spark_jobs.checkpoints.roots import Target
 from spark_jobs.checkpoints.snapshots import list_snapshots, take_snapshot
 from spark_jobs.checkpoints.validate import validate_checkpoint
 from spark_jobs.cli import main as cli_main
+from spark_jobs.contract import delta
 from spark_jobs.contract.errors import LockHeld, UserError
 from spark_jobs.contract.spec import load_spec
 from spark_jobs.jobs.runner import run_job
@@ -299,7 +300,7 @@ def test_rollback_equals_uninterrupted_run(spark, tmp_path):
     lay = read_layout(str(ck))
     n = next(
         b for b in range(lay.last_committed - 2, -1, -1)
-        if delta_version_of_batch(spec.output, [lay.query_id], b) is not None
+        if delta.txn_log(spec.output).version_of_batch((lay.query_id,), b) is not None
     )  # fmt: skip
 
     with pytest.raises(UserError, match="not a committed batch"):
