@@ -14,7 +14,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from spark_jobs.kafka.lag import total_behind
+from spark_jobs.runtime.lag import total_behind
 from spark_jobs.runtime.progress import HEARTBEAT, is_batch, is_idle
 
 RESTART_VERDICTS = ("dead", "stalled")

@@ -68,7 +68,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
 
 def cmd_snapshots(args: argparse.Namespace) -> int:
-    from spark_jobs.checkpoints.snapshots import list_snapshots
+    from spark_jobs.checkpoints.manifests import list_snapshots
 
     t = _target(args)
     snaps = [{k: v for k, v in m.items() if k != "files"} for m in list_snapshots(t.snapshot_root)]

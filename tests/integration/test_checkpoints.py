@@ -20,9 +20,10 @@ from spark_jobs.checkpoints import validate as V
 from spark_jobs.checkpoints.cli import register  # noqa: F401  (the subcommand exists)
 from spark_jobs.checkpoints.inspect import inspect_checkpoint
 from spark_jobs.checkpoints.layout import read_layout
+from spark_jobs.checkpoints.manifests import list_snapshots
 from spark_jobs.checkpoints.rollback import rollback
 from spark_jobs.checkpoints.roots import Target
-from spark_jobs.checkpoints.snapshots import list_snapshots, take_snapshot
+from spark_jobs.checkpoints.snapshots import take_snapshot
 from spark_jobs.checkpoints.validate import validate_checkpoint
 from spark_jobs.cli import main as cli_main
 from spark_jobs.contract import delta

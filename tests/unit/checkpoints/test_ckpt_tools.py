@@ -12,10 +12,11 @@ import pytest
 from spark_jobs.checkpoints import roots
 from spark_jobs.checkpoints.inspect import inspect_checkpoint, render
 from spark_jobs.checkpoints.layout import StoreFiles, read_layout
+from spark_jobs.checkpoints.manifests import list_snapshots
 from spark_jobs.checkpoints.restore import restore
 from spark_jobs.checkpoints.rollback import rollback
 from spark_jobs.checkpoints.roots import Target
-from spark_jobs.checkpoints.snapshots import list_snapshots, plan_prune, prune, take_snapshot
+from spark_jobs.checkpoints.snapshots import plan_prune, prune, take_snapshot
 from spark_jobs.checkpoints.synthetic import make_checkpoint
 from spark_jobs.checkpoints.validate import validate_checkpoint
 from spark_jobs.cli import main as cli_main

@@ -13,9 +13,10 @@ import pytest
 from spark_jobs.checkpoints import restore as restore_mod
 from spark_jobs.checkpoints import roots, writer_guard
 from spark_jobs.checkpoints.layout import read_layout
+from spark_jobs.checkpoints.manifests import list_snapshots
 from spark_jobs.checkpoints.restore import restore
 from spark_jobs.checkpoints.roots import Target
-from spark_jobs.checkpoints.snapshots import list_snapshots, prune, take_snapshot
+from spark_jobs.checkpoints.snapshots import prune, take_snapshot
 from spark_jobs.checkpoints.synthetic import LiveWriter, make_checkpoint
 from spark_jobs.cli import main as cli_main
 from spark_jobs.contract.errors import UserError
