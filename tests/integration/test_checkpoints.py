@@ -261,7 +261,7 @@ def test_new_checkpoint_is_clean(tmp_path):
 def test_paths_outside_roots_are_refused(base, tmp_path, capsys):
     src, _spec = base["rocksdb"]
     rc = cli_main(["checkpoint", "inspect", "--checkpoint", str(src / "ckpt")])
-    assert rc == 2 and "outside the configured roots" in capsys.readouterr().err
+    assert rc == 2 and "outside the checkpoints roots" in capsys.readouterr().err
     rc = cli_main(["checkpoint", "inspect", "--checkpoint", str(tmp_path / ".." / "elsewhere")])
     assert rc == 2
 

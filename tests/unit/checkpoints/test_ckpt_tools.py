@@ -104,7 +104,7 @@ def test_roots_refuse_escapes(tmp_path):
     inside = tmp_path / "ck" / "job"
     inside.mkdir(parents=True)
     assert roots.resolve(None, str(inside)).checkpoint == str(inside.resolve())
-    with pytest.raises(UserError, match="outside the configured roots"):
+    with pytest.raises(UserError, match="outside the checkpoints roots"):
         roots.resolve(None, str(tmp_path / "ck" / ".." / "other"))
     (tmp_path / "ck" / "link").symlink_to(tmp_path)
     with pytest.raises(UserError, match="outside"):
