@@ -26,9 +26,10 @@ from spark_jobs.contract import paths
 KIND = {"sessions": "clickstream", "fraud_alerts": "auth"}
 
 
-def _process(args: list[str]) -> tuple[float, str]:
+def _process(args: list[str], work: Path) -> tuple[float, str]:
     root = paths.project_root()
-    env = {**os.environ, "PYTHONPATH": f"{root}:{root / 'plugins'}", "STATEKEEPER_HOME": str(root)}
+    env = {**os.environ, "PYTHONPATH": f"{root}:{root / 'plugins'}", "STATEKEEPER_HOME": str(root),
+           "STATEKEEPER_CHECKPOINT_ROOTS": str(work)}  # fmt: skip
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, *args], cwd=root, env=env, capture_output=True, text=True, check=False
@@ -61,7 +62,7 @@ def e2e(
                             "--output", out, "--checkpoint", ckpt]  # fmt: skip
                 else:
                     args = ["-m", "bench.builtin_pipeline", job, str(data), out, ckpt]
-                wall, last = _process(args)
+                wall, last = _process(args, work)
                 times[who].append(round(wall, 2))
                 rows[who] = json.loads(last).get("input_rows")
                 print(f"  {job} round {r + 1} {who}: {wall:.1f} s", flush=True)

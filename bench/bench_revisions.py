@@ -34,6 +34,7 @@ def run(checkout: Path, job: str, land: Path, work: Path) -> tuple[float, dict]:
         "PYTHONPATH": f"{checkout}:{checkout / 'plugins'}",
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "STATEKEEPER_CHECKPOINT_ROOTS": str(work),  # the run's checkpoint lives under work
     }
     args = [sys.executable, "-m", "spark_jobs", "run", job, "--input", str(land),
             "--output", str(work / "out"), "--checkpoint", str(work / "ckpt"),

@@ -48,7 +48,12 @@ def submit_command(master: str, work: Path, side: str, driver_memory: str) -> li
 
 def run_once(master: str, work: Path, side: str, driver_memory: str) -> dict[str, Any]:
     shutil.rmtree(work / side, ignore_errors=True)
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    env = dict(
+        os.environ,
+        PYSPARK_PYTHON=sys.executable,
+        PYSPARK_DRIVER_PYTHON=sys.executable,
+        STATEKEEPER_CHECKPOINT_ROOTS=str(work),  # the run's checkpoint lives under the work dir
+    )
     started = time.perf_counter()
     proc = subprocess.run(
         submit_command(master, work, side, driver_memory),

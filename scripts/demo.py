@@ -55,16 +55,16 @@ def run_dag(h: Path, dag_id: str, conf: dict | None = None) -> tuple[bool, float
 
 def table_counts() -> list[tuple[str, int | None, int, str]]:
     """Per job: its name, output rows (None: no table yet), quarantined rows, output URI."""
-    from spark_jobs.io.sinks import is_delta_table
+    from spark_jobs.contract import delta
     from spark_jobs.runtime.session import build_session
 
     spark = build_session("statekeeper-demo-report")
     out = []
     for spec in load_all():
         uri = replay_paths()["output"] if spec.name == REPLAY else spec.output
-        rows = spark.read.format("delta").load(uri).count() if is_delta_table(uri) else None
+        rows = spark.read.format("delta").load(uri).count() if delta.exists(uri) else None
         q = f"{uri}/_quarantine"
-        bad = spark.read.format("delta").load(q).count() if is_delta_table(q) else 0
+        bad = spark.read.format("delta").load(q).count() if delta.exists(q) else 0
         out.append((spec.name, rows, bad, uri))
     spark.stop()
     return out

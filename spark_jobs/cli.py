@@ -57,6 +57,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     spec = load_spec(args.job).with_overrides(
         input=args.input, output=args.output, checkpoint=args.checkpoint, trigger=args.trigger
     )
+    if args.checkpoint:
+        from spark_jobs.checkpoints.roots import checkpoint_path
+
+        # The rule every checkpoint command applies: a checkpoint run writes is one they accept.
+        checkpoint_path(args.checkpoint)
     run_for = parse_seconds(args.run_for, "--run-for") if args.run_for else None
     if run_for is not None and run_for <= 0:
         raise UserError("--run-for must be positive")
@@ -106,7 +111,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="landing folder (KIND=URI for a job with several inputs)",
     )
     sp.add_argument("--output", metavar="URI", help="the Delta table to write")
-    sp.add_argument("--checkpoint", metavar="URI", help="the checkpoint folder")
+    sp.add_argument(
+        "--checkpoint",
+        metavar="URI",
+        help="the checkpoint folder, under a checkpoint root (.data/checkpoints, .data/backfill, "
+        "$STATEKEEPER_CHECKPOINT_ROOTS or a spec's checkpoint folder)",
+    )
     sp.add_argument("--trigger", help="available-now | processing-time:30s")
     sp.add_argument(
         "--run-for", metavar="DURATION", help="stop a processing-time run after this long"

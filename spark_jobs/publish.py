@@ -29,6 +29,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from spark_jobs.contract import delta as delta_log  # not delta-spark's ``delta``
 from spark_jobs.contract import paths
 from spark_jobs.contract.errors import UserError
 from spark_jobs.jobs import definition
@@ -95,16 +96,9 @@ def published(table: str, key: str) -> dict[str, Any] | None:
 
 def _marked_version(table: str, key: str) -> int | None:
     """The version whose commit carries ``key``'s marker, while the log still holds it."""
-    local = paths.local_path(table)
-    log = None if local is None else local / "_delta_log"
-    if log is None or not log.is_dir():
-        return None
-    for p in sorted(log.glob("*.json")):
-        for line in p.read_text().splitlines():
-            if '"commitInfo"' in line:
-                meta = json.loads(line)["commitInfo"].get("userMetadata") or ""
-                if meta.startswith(MARKER + key + " "):
-                    return int(p.stem)
+    for c in delta_log.commits(table):
+        if c.user_metadata.startswith(MARKER + key + " "):
+            return c.version
     return None
 
 
@@ -122,7 +116,6 @@ def _write_ledger(table: str, entry: dict[str, Any]) -> None:
 
 def publish(job: str, staged: str, output: str | None, mode: str, key: str) -> dict[str, Any]:
     from spark_jobs.contract.spec import load_spec
-    from spark_jobs.io.sinks import is_delta_table
 
     spec = load_spec(job).with_overrides(output=output)
     reason = refusal(job, mode)
@@ -131,7 +124,7 @@ def publish(job: str, staged: str, output: str | None, mode: str, key: str) -> d
     done = published(spec.output, key)
     if done is not None:
         return _skipped(job, spec.output, key, done)
-    if not is_delta_table(staged):
+    if not delta_log.exists(staged):
         raise UserError(
             f"staged table {staged} is not a Delta table; run the backfill's job step first"
         )
@@ -150,7 +143,7 @@ def publish_rows(
     spark: Any, job: str, staged: str, live: str, mode: str, key: str
 ) -> dict[str, Any]:
     """Publish the staged table into ``live`` with ``spark``: one Delta commit, then the ledger."""
-    from spark_jobs.io.sinks import TXN_APP_ID, TXN_VERSION, is_delta_table
+    from spark_jobs.io.sinks import TXN_APP_ID, TXN_VERSION
 
     reason = refusal(job, mode)
     if reason:
@@ -165,7 +158,7 @@ def publish_rows(
     app_id = f"statekeeper-backfill-{key}"
     tags = {COMMIT_METADATA: f"{MARKER}{key} mode={mode} rows={count}"}
     try:
-        if not is_delta_table(live):
+        if not delta_log.exists(live):
             (rows.write.format("delta").mode("append")
              .option("txnAppId", app_id).option("txnVersion", 0)
              .option("userMetadata", tags[COMMIT_METADATA]).save(live))  # fmt: skip

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from spark_jobs.contract.blocks import Supervise
-from spark_jobs.kafka.lag import total_behind
+from spark_jobs.runtime.lag import total_behind
 from spark_jobs.runtime.progress import HEARTBEAT, is_batch, is_idle
 
 RESTART_VERDICTS = ("dead", "stalled")

@@ -17,12 +17,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from spark_jobs.contract import paths
+from spark_jobs.contract import delta, paths
 from spark_jobs.contract.errors import UserError
 from spark_jobs.contract.spec import JobSpec, list_jobs, load_spec
 from spark_jobs.runtime import lock, progress, progress_tail
 from statekeeper import batch_metrics as bm
-from statekeeper import delta_log
 from statekeeper.health import Thresholds, assess
 
 WINDOW = 20  # recent batches the status, the dropped rows and the quarantine rate look at
@@ -160,7 +159,7 @@ def quarantine(spec: JobSpec) -> dict[str, Any]:
     ckpt = legacy if local is not None and local.exists() else spec.checkpoint
     sig = (
         _stat(paths.local_path(progress.progress_path(ckpt))),
-        _stat(paths.local_path(paths.join(spec.quarantine, "_delta_log"))),
+        _stat(paths.local_path(delta.log_uri(spec.quarantine))),
     )
     return _memoised("quarantine", ckpt, sig, lambda: _quarantine(spec, ckpt))
 
@@ -187,18 +186,13 @@ def _rows_per_epoch(table: str) -> dict[tuple[str, int], int]:
     streaming sink says so in ``commitInfo``; the job's batch writer in a ``txn`` action (app id
     = the query id, version = the batch id)."""
     out: dict[tuple[str, int], int] = {}
-    for _, actions in delta_log.newest_versions(table, WINDOW * 2):
-        info: dict[str, Any] = (
-            next((a["commitInfo"] for a in actions if a.get("commitInfo")), {}) or {}
-        )
-        rows = int((info.get("operationMetrics") or {}).get("numOutputRows") or 0)
-        params = info.get("operationParameters") or {}
+    for c in _newest_local_commits(table, WINDOW * 2):
+        rows = int(c.metrics.get("numOutputRows") or 0)
+        params = c.parameters
         if "epochId" in params and params.get("queryId") is not None:
             out[(str(params["queryId"]), int(params["epochId"]))] = rows
-        for a in actions:
-            txn = a.get("txn") or {}
-            if txn.get("appId") is not None and txn.get("version") is not None:
-                out[(str(txn["appId"]), int(txn["version"]))] = rows
+        for app, batch in c.txns.items():
+            out[(app, batch)] = rows
     return out
 
 
@@ -221,19 +215,25 @@ def checkpoint_verdict(spec: JobSpec, now: float) -> dict[str, Any]:
     return _memoised("checkpoint", spec.checkpoint, sig, compute)
 
 
+def _newest_local_commits(table: str, n: int) -> list[delta.Commit]:
+    """The newest ``n`` commits of a local table; none of a remote one, whose log the page does
+    not read (its files are never memoised, so each request would pay the store's requests)."""
+    return [] if paths.local_path(table) is None else delta.commits(table, newest=n)
+
+
 def quality_verdict(spec: JobSpec) -> dict[str, Any]:
     """The last quality run's verdict (fail > warn > pass) from the results table's newest
     commit: one run appends its rows in one commit."""
     from spark_jobs.quality.results import results_uri
 
     table = results_uri(spec.output)
-    log = paths.local_path(paths.join(table, "_delta_log"))
+    log = paths.local_path(delta.log_uri(table))
     return _memoised("quality", table, _stat(log), lambda: _last_quality(table))
 
 
 def _last_quality(table: str) -> dict[str, Any]:
-    for _, actions in delta_log.newest_versions(table, 5):
-        files = delta_log.added_files(table, actions)
+    for c in reversed(_newest_local_commits(table, 5)):
+        files = delta.added_files(table, c)
         if not files:
             continue
         import pyarrow.parquet as pq

@@ -102,12 +102,12 @@ class PublishAssetOperator(BaseOperator):
         self.overrides = overrides or {}
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from statekeeper import delta_log
+        from spark_jobs.contract import delta
         from statekeeper.submit import resolve_job
 
         check_path_params(context)
         table = resolve_job(self.job, self.overrides).output
-        version = delta_log.version(table)
+        version = delta.version(table)
         if version is None:
             raise AirflowSkipException(f"no Delta table at {table} yet; nothing to publish")
         extra = {"table": table, "version": version}

@@ -127,9 +127,9 @@ class SparkJobsSubmitOperator(BaseOperator):
             )
         result: dict[str, Any] = {"arguments": args}
         if table:
-            from statekeeper import delta_log
+            from spark_jobs.contract import delta
 
-            result.update(table=table, version=delta_log.version(table))
+            result.update(table=table, version=delta.version(table))
         return result
 
     def _failed(self, args: list[str], returncode: int, reason: str) -> None:

@@ -12,15 +12,28 @@ from spark_jobs.contract.blocks import Snapshots
 from spark_jobs.contract.errors import UserError
 
 
+def looks_like_path(name: str) -> bool:
+    """A folder, not a job name: job names have no ``/`` and do not start with ``.`` or ``~``."""
+    return "/" in name or name.startswith((".", "~"))
+
+
 def _target(args: argparse.Namespace) -> roots.Target:
-    job = args.job or getattr(args, "job_name", None) or None
-    if job and ("/" in job or job.startswith(".")):  # a path given where a job name goes
-        raise UserError(
-            f"{job!r} is a path, not a job; to name a checkpoint use --checkpoint {job}"
-        )
-    if args.job and getattr(args, "job_name", None) and args.job != args.job_name:
-        raise UserError(f"two jobs named: {args.job_name} and --job {args.job}")
-    return roots.resolve(job, args.checkpoint or None, args.snapshot_root or None)
+    """``JOB`` or ``PATH`` (positional), ``--job``, ``--checkpoint``: one job and one checkpoint
+    at most. A positional path is the checkpoint, as ``--checkpoint`` would be."""
+    given = getattr(args, "job_name", None) or None
+    checkpoint = args.checkpoint or None
+    job = args.job or None
+    if job and looks_like_path(job):
+        raise UserError(f"--job {job}: give a job name; for a path use --checkpoint {job}")
+    if given and looks_like_path(given):
+        if checkpoint and roots.normalise(checkpoint) != roots.normalise(given):
+            raise UserError(f"two checkpoints named: {given} and --checkpoint {checkpoint}")
+        checkpoint = given
+    elif given:
+        if job and job != given:
+            raise UserError(f"two jobs named: {given} and --job {job}")
+        job = given
+    return roots.resolve(job, checkpoint, args.snapshot_root or None)
 
 
 def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
@@ -67,7 +80,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
 
 def cmd_snapshots(args: argparse.Namespace) -> int:
-    from spark_jobs.checkpoints.snapshots import list_snapshots
+    from spark_jobs.checkpoints.manifests import list_snapshots
 
     t = _target(args)
     snaps = [{k: v for k, v in m.items() if k != "files"} for m in list_snapshots(t.snapshot_root)]
@@ -188,10 +201,14 @@ def register(subparsers: Any) -> None:
 
     def add(name: str, func: Any, help: str) -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help)
-        # JOB (positional or --job) names the spec; --checkpoint a folder, which with a job is
-        # checked against that job's spec. Empty values (unset Airflow params) count as absent.
+        # JOB (positional or --job) names the spec; --checkpoint (or a positional path) a folder,
+        # which with a job is checked against that job's spec. Empty values (unset Airflow
+        # params) count as absent.
         sp.add_argument(
-            "job_name", nargs="?", metavar="JOB", help="the job (its spec names the checkpoint)"
+            "job_name",
+            nargs="?",
+            metavar="JOB|PATH",
+            help="the job (its spec names the checkpoint), or a checkpoint folder (has a /)",
         )
         sp.add_argument("--job", help="the same as JOB")
         sp.add_argument("--checkpoint", metavar="URI", help="a checkpoint folder (path or URL)")

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from spark_jobs.checkpoints import queries
+from spark_jobs.checkpoints import manifests, queries
 from spark_jobs.checkpoints import snapshots as snapmod
 from spark_jobs.checkpoints.roots import Target
 from spark_jobs.checkpoints.validate import validate_checkpoint
@@ -71,7 +71,7 @@ def restore(
     (``queries``): its table goes back to before the batches after the snapshot's, and its
     checkpoint gets a new id. ``keep_tables`` puts back only the checkpoint, ids and all."""
     ck = local_checkpoint(target, "restore")
-    man = snapmod.find_snapshot(target.snapshot_root, snap_id)
+    man = manifests.find_snapshot(target.snapshot_root, snap_id)
     if man.get("job") not in (None, target.job) and not force:
         raise UserError(
             f"snapshot {man['id']} is of job {man['job']}, not {target.job}; pass --force if you mean it"
@@ -157,7 +157,7 @@ def _build(man: dict[str, Any], store_root: str, staged: Path) -> None:
     staged.mkdir(parents=True)
     base = staged.resolve()
     for f in man["files"]:
-        if not snapmod.safe_relative(f["path"]):
+        if not manifests.safe_relative(f["path"]):
             raise UserError(f"snapshot {man['id']} lists an unsafe path {f['path']!r}")
         dest = staged / f["path"]
         if not dest.resolve().is_relative_to(base):  # the manifest was checked; belt and braces

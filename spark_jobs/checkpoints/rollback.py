@@ -14,7 +14,6 @@ import time
 from typing import Any
 
 from spark_jobs.checkpoints import queries
-from spark_jobs.checkpoints.delta_txn import delta_version_of_batch
 from spark_jobs.checkpoints.layout import (
     BATCH_NAME,
     STATE_VERSION_NAME,
@@ -119,6 +118,3 @@ def rollback(
         queries.clear_pending(ck)
         result["validation"] = validate_checkpoint(str(ck)).to_dict()
     return result
-
-
-__all__ = ["delta_version_of_batch", "plan_rollback", "rollback"]

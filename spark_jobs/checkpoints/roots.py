@@ -1,12 +1,15 @@
-"""Where the checkpoint commands may act: the configured checkpoint and snapshot roots.
+"""Where a checkpoint may be, for every command: ``run --checkpoint`` and each ``checkpoint``
+command apply the same rule, from the one resolver and the one list of roots
+(:mod:`spark_jobs.contract.paths`).
 
-Roots are ``<data>/checkpoints``, ``<data>/backfill``, the folders holding the job specs'
-checkpoints, ``<data>/snapshots`` (the default snapshot root is ``<data>/snapshots/<job>``), and
-the folders listed in
-``$STATEKEEPER_CHECKPOINT_ROOTS`` / ``$STATEKEEPER_SNAPSHOT_ROOTS`` (``:``-separated). A path
-that resolves outside them (``..``, a symlink, a typo'd absolute path) is refused before anything
-is read or written. Inside a root, a Delta table, a job's output or Airflow's home is still no
-checkpoint.
+A path is resolved as a spec path is (``paths.resolve``: ``.data/...`` under ``$STATEKEEPER_DATA``,
+another relative path under the project root), then must lie strictly inside a checkpoint root:
+``<data>/checkpoints``, ``<data>/backfill`` (a backfill's own checkpoint), the folders listed in
+``$STATEKEEPER_CHECKPOINT_ROOTS``, and the folders holding the job specs' own checkpoints. Snapshot
+stores: ``<data>/snapshots`` and ``$STATEKEEPER_SNAPSHOT_ROOTS``. A path outside (``..``, a
+symlink, a typo'd absolute path) is refused with the same line whichever command was given it,
+before anything is read or written. Inside a root, a Delta table, a job's output or Airflow's home
+is still no checkpoint.
 """
 
 from __future__ import annotations
@@ -15,12 +18,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from spark_jobs.contract import paths
+from spark_jobs.contract import delta, paths
 from spark_jobs.contract.errors import UserError
 from spark_jobs.contract.spec import JobSpec
-
-CHECKPOINT_ROOTS_ENV = "STATEKEEPER_CHECKPOINT_ROOTS"
-SNAPSHOT_ROOTS_ENV = "STATEKEEPER_SNAPSHOT_ROOTS"
 
 
 @dataclass(frozen=True)
@@ -33,31 +33,27 @@ class Target:
     spec: JobSpec | None = None  # when --job was given
 
 
-def _env_roots(name: str) -> list[str]:
-    return [r for r in os.environ.get(name, "").split(os.pathsep) if r.strip()]
-
-
-def checkpoint_roots() -> list[str]:
-    """``<data>/checkpoints``, ``<data>/backfill`` (a backfill's own checkpoint), the folders
-    holding the specs' checkpoints and the env's. Never the data folder itself: it also holds
-    the tables, the landing folders and Airflow's home."""
-    data = paths.data_dir()
-    roots = [str(data / "checkpoints"), str(data / "backfill")] + _env_roots(CHECKPOINT_ROOTS_ENV)
+def spec_checkpoint_folders() -> tuple[str, ...]:
+    """The folders holding the specs' checkpoints (a spec may keep its checkpoint anywhere),
+    never the data folder or one above it: that also holds the tables, the landing folders and
+    Airflow's home."""
     try:
         from spark_jobs.contract.spec import load_all
 
         specs = load_all()
     except UserError:
         specs = []  # a broken spec elsewhere must not block maintenance of this checkpoint
+    data = paths.data_dir().resolve()
+    out = []
     for s in specs:
         parent = (
-            str(Path(s.checkpoint).parent)
-            if "://" not in s.checkpoint
-            else s.checkpoint.rsplit("/", 1)[0]
+            s.checkpoint.rsplit("/", 1)[0]
+            if "://" in s.checkpoint
+            else str(Path(s.checkpoint).parent)
         )
-        if "://" in parent or not Path(data).resolve().is_relative_to(Path(parent).resolve()):
-            roots.append(parent)  # a spec's folder, unless it is the data folder or above it
-    return list(dict.fromkeys(roots))
+        if "://" in parent or not data.is_relative_to(Path(parent).resolve()):
+            out.append(parent)
+    return tuple(dict.fromkeys(out))
 
 
 def not_checkpoints() -> list[str]:
@@ -70,7 +66,7 @@ def not_checkpoints() -> list[str]:
 
         out += [s.output for s in load_all()]
     except UserError:
-        pass  # the _delta_log check below still stands
+        pass  # the Delta table check below still stands
     return out
 
 
@@ -86,14 +82,8 @@ def check_is_checkpoint(ck: str) -> None:
     if local is None:
         return
     for folder in (local, *local.parents):
-        if (folder / "_delta_log").is_dir():
+        if delta.exists(str(folder)):
             raise UserError(f"{ck} is inside the Delta table {folder}, not a checkpoint")
-
-
-def snapshot_roots() -> list[str]:
-    return list(
-        dict.fromkeys([str(paths.data_dir() / "snapshots")] + _env_roots(SNAPSHOT_ROOTS_ENV))
-    )
 
 
 def default_snapshot_root(job: str) -> str:
@@ -101,26 +91,29 @@ def default_snapshot_root(job: str) -> str:
 
 
 def normalise(uri: str) -> str:
-    """:func:`spark_jobs.contract.paths.normalise`, a URL climbing above its bucket as a user
-    error."""
+    """:func:`spark_jobs.contract.paths.normalise` of the resolved path, a URL climbing above its
+    bucket as a user error."""
     try:
-        return paths.normalise(uri)
+        return paths.normalise(paths.resolve(uri))
     except ValueError as exc:
         raise UserError(str(exc)) from None
 
 
-def confine(uri: str, roots: list[str], what: str, env: str) -> str:
-    """``uri`` normalised, if strictly inside one of ``roots``; else a one-line refusal."""
-    norm = normalise(uri)
-    for root in roots:
-        r = normalise(root).rstrip("/")
-        if norm.startswith(r + "/"):
-            return norm
-    shown = ", ".join(roots) or "none"
-    raise UserError(
-        f"{what} {uri} is outside the configured roots ({shown}); use a path under one of them "
-        f"or add its folder to ${env}"
-    )
+def confine(uri: str, kind: str, what: str, extra: tuple[str, ...] = ()) -> str:
+    """``uri`` resolved and normalised, if strictly inside a root of ``kind`` (or ``extra``);
+    else the one-line refusal naming the roots and the variable that adds one."""
+    why = paths.outside_roots(uri, kind, extra=extra)
+    if why:
+        raise UserError(f"{what} {why}")
+    return normalise(uri)
+
+
+def checkpoint_path(uri: str) -> str:
+    """The checkpoint ``uri`` names, resolved and normalised, as every command may use it: inside
+    a checkpoint root and not a table; else a one-line refusal."""
+    ck = confine(uri, "checkpoints", "checkpoint", spec_checkpoint_folders())
+    check_is_checkpoint(ck)
+    return ck
 
 
 def resolve(job: str | None, checkpoint: str | None, snapshot_root: str | None = None) -> Target:
@@ -140,14 +133,8 @@ def resolve(job: str | None, checkpoint: str | None, snapshot_root: str | None =
         raise UserError("say which checkpoint: --job JOB or --checkpoint URI")
     assert checkpoint is not None
     name = job or Path(normalise(checkpoint).rstrip("/")).name
-    ck = confine(checkpoint, checkpoint_roots(), "checkpoint", CHECKPOINT_ROOTS_ENV)
-    check_is_checkpoint(ck)
-    snap = confine(
-        snapshot_root or default_snapshot_root(name),
-        snapshot_roots(),
-        "snapshot root",
-        SNAPSHOT_ROOTS_ENV,
-    )
+    ck = checkpoint_path(checkpoint)
+    snap = confine(snapshot_root or default_snapshot_root(name), "snapshots", "snapshot root")
     if snap.startswith(ck.rstrip("/") + "/") or ck.startswith(snap.rstrip("/") + "/"):
         raise UserError(f"snapshot root {snap} and checkpoint {ck} must not contain each other")
     return Target(checkpoint=ck, snapshot_root=snap, job=name, spec=spec)

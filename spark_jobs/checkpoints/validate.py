@@ -272,8 +272,8 @@ def _check_kafka(lay: Layout, rep: Report, spec: Any) -> None:
     """The newest offsets' sources against the spec's inputs: a Kafka offset line must name
     partitions and offsets, and the topics read must be the spec's (Spark cannot carry a
     checkpoint from a folder to a topic, or from one topic to another)."""
-    from spark_jobs.kafka.lag import kafka_offsets
     from spark_jobs.kafka.uri import is_kafka, parse
+    from spark_jobs.runtime.lag import kafka_offsets
 
     last = lay.last_offset
     if last is None or last not in lay.offset_sources:
@@ -376,11 +376,11 @@ def _check_recovery(lay: Layout, rep: Report, spec: Any, snapshot_root: str | No
     window, every, keep = spec.snapshots.recovery_window, spec.snapshots.every, spec.snapshots.keep
 
     if every:
-        from spark_jobs.checkpoints import snapshots as snapmod
+        from spark_jobs.checkpoints.manifests import newest_valid
         from spark_jobs.checkpoints.roots import default_snapshot_root
 
         root = snapshot_root or default_snapshot_root(spec.name)
-        newest = snapmod.newest_valid(root)
+        newest = newest_valid(root)
         age_ckpt = time.time() - lay.files["metadata"].mtime if "metadata" in lay.files else 0.0
         if newest is None and age_ckpt > 2 * every:
             rep.add(

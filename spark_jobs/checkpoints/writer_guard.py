@@ -1,7 +1,7 @@
 """A new checkpoint must not write into a table that other queries already fill.
 
 A new checkpoint is a new query id: Delta's exactly-once bookkeeping (``txn`` per app id, see
-``delta_txn``) knows nothing of it, so the query re-reads all its input and appends every row
+``contract.delta``) knows nothing of it, so the query re-reads all its input and appends every row
 again. The guard compares the table's txn app ids with the checkpoint's query id (none when the
 checkpoint is new); it holds for any writer keyed on that id, Delta's sink or ``foreachBatch``.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 from spark_jobs.checkpoints import delta_txn
+from spark_jobs.contract import delta
 from spark_jobs.contract.errors import ExitCode, UserError
 
 OVERRIDE_FLAG = "--new-checkpoint-for-existing-table"
@@ -36,7 +37,7 @@ def checkpoint_query(checkpoint: str) -> tuple[str | None, bool]:
 def check_table_writer(table: str, checkpoint: str) -> None:
     """Refuse (exit 4) when ``table`` holds streaming writes of other query ids and
     ``checkpoint`` is new to it: no committed batch and its id (if any) never wrote there."""
-    log = delta_txn.read_txn_log(table, every_commit=False)
+    log = delta.txn_log(table, every_commit=False)
     if not log.latest:
         return
     query_id, committed = checkpoint_query(checkpoint)

@@ -63,21 +63,23 @@ def resolve(uri: str) -> str:
 
 
 # The roots: the folders a path given by someone (a DAG param, a command's option) may name, per
-# kind of path. Each is ``<data>/<folder>`` plus the folders listed in its environment variable
-# (``:``-separated, e.g. a mounted volume or a bucket URL).
-ROOTS = {
-    "landing": ("landing", "STATEKEEPER_LANDING_ROOTS"),
-    "tables": ("tables", "STATEKEEPER_TABLE_ROOTS"),
-    "checkpoints": ("checkpoints", "STATEKEEPER_CHECKPOINT_ROOTS"),
+# kind of path. Each is ``<data>/<folder>`` for its folders plus the folders listed in its
+# environment variable (``:``-separated, e.g. a mounted volume or a bucket URL). Checkpoints: the
+# live ones and a backfill's own (``<data>/backfill/<job>/<key>/checkpoint``).
+ROOTS: dict[str, tuple[tuple[str, ...], str]] = {
+    "landing": (("landing",), "STATEKEEPER_LANDING_ROOTS"),
+    "tables": (("tables",), "STATEKEEPER_TABLE_ROOTS"),
+    "checkpoints": (("checkpoints", "backfill"), "STATEKEEPER_CHECKPOINT_ROOTS"),
+    "snapshots": (("snapshots",), "STATEKEEPER_SNAPSHOT_ROOTS"),
 }
 
 
 def roots(kind: str) -> list[str]:
-    """The roots of one kind of path (``landing``, ``tables``, ``checkpoints``)."""
-    folder, env = ROOTS[kind]
+    """The roots of one kind of path (``landing``, ``tables``, ``checkpoints``, ``snapshots``)."""
+    folders, env = ROOTS[kind]
     # ``:``-separated, but the ``:`` of ``scheme://`` does not separate.
     extra = [r for r in re.split(r":(?!//)", os.environ.get(env, "")) if r.strip()]
-    return list(dict.fromkeys([str(data_dir() / folder), *extra]))
+    return list(dict.fromkeys([*(str(data_dir() / f) for f in folders), *extra]))
 
 
 def normalise(uri: str) -> str:
@@ -98,19 +100,23 @@ def normalise(uri: str) -> str:
     return f"{scheme}://{'/'.join(out)}"
 
 
-def outside_roots(uri: str, kind: str, allow_root: bool = False) -> str | None:
-    """None when ``uri`` (resolved like a spec path) lies inside a root of ``kind`` (or is one,
-    with ``allow_root``); else the one-line reason, naming the roots and how to add one."""
+def outside_roots(
+    uri: str, kind: str, allow_root: bool = False, extra: tuple[str, ...] = ()
+) -> str | None:
+    """None when ``uri`` (resolved like a spec path) lies inside a root of ``kind`` or one of
+    ``extra`` (or is one, with ``allow_root``); else the one-line reason, naming the roots and
+    how to add one."""
     try:
         norm = normalise(resolve(uri))
     except ValueError as exc:
         return str(exc)
-    for root in roots(kind):
+    allowed = list(dict.fromkeys([*roots(kind), *extra]))
+    for root in allowed:
         r = normalise(root).rstrip("/")
         if norm.startswith(r + "/") or (allow_root and norm == r):
             return None
     return (
-        f"{uri} is outside the {kind} roots ({', '.join(roots(kind))}); use a path under one of "
+        f"{uri} is outside the {kind} roots ({', '.join(allowed)}); use a path under one of "
         f"them or add its folder to ${ROOTS[kind][1]}"
     )
 

@@ -19,8 +19,11 @@ from spark_jobs.contract import paths
 from spark_jobs.contract.blocks import Quality, Snapshots, Supervise, parse_block
 from spark_jobs.contract.durations import parse_seconds
 from spark_jobs.contract.errors import UserError
-from spark_jobs.io.events import DEFAULT_MAX_FUTURE_SECONDS
 
+DEFAULT_MAX_FUTURE_SECONDS = 86400.0  # max_future's default (1 day)
+# Words in a kafka_options name that mark its value secret (sasl.jaas.config carries the password).
+SECRET_WORDS = ("jaas", "password", "secret", "token", "credential", "key")
+MASK = "****"
 STATE_STORES = ("rocksdb", "hdfs")
 MODES = ("catch-up", "continuous")
 OUTPUT_MODES = ("append", "update")
@@ -62,6 +65,17 @@ class Trigger:
         if self.available_now:
             return "available-now"
         return f"processing-time:{self.interval_seconds:g}s"
+
+
+def is_secret(name: str) -> bool:
+    """Whether a ``kafka_options`` name marks its value secret (never shown, never logged)."""
+    n = name.lower()
+    return any(w in n for w in SECRET_WORDS) and not n.endswith((".type", ".location"))
+
+
+def masked(options: dict[str, Any]) -> dict[str, Any]:
+    """The options as they may be shown: secret values replaced by ``****``."""
+    return {k: MASK if is_secret(k) else v for k, v in options.items()}
 
 
 @dataclass(frozen=True)
@@ -154,8 +168,6 @@ class JobSpec:
         return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
     def to_dict(self) -> dict[str, Any]:
-        from spark_jobs.kafka.source import masked
-
         d = asdict(self)
         d["trigger"] = str(self.trigger)
         for block in ("quality", "snapshots", "supervise"):

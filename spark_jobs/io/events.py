@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from spark_jobs.contract.spec import DEFAULT_MAX_FUTURE_SECONDS
+
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
@@ -156,7 +158,6 @@ def _reason(v: Column, kind: str) -> Column:
 # 50 MB "event" is a broken producer, and parsing or storing it whole costs every reader.
 MAX_LINE_BYTES = 1024 * 1024
 RAW_KEPT = 4096
-DEFAULT_MAX_FUTURE_SECONDS = 86400.0  # the spec's max_future default (1 day)
 CORRUPT = "_corrupt"
 # The text Spark's parser makes of a non-string JSON value given for a string field: a number,
 # true/false, or an object/array. A real string of that shape is rare, and checked exactly.

@@ -15,10 +15,10 @@ are summed and handed to the progress log, never written to a table.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from typing import Any
 
+from spark_jobs.contract import delta as delta_log  # not delta-spark's ``delta``
 from spark_jobs.contract import paths
 from spark_jobs.io import key_metrics
 from spark_jobs.runtime import progress
@@ -30,7 +30,6 @@ KEYS_COL = key_metrics.COLUMN
 # The output branch and the quarantine branch of the combined plan each scan every source once:
 # Spark's progress sums both scans' rows, so its input counts are divided by this.
 SCANS_PER_SOURCE = 2
-_COMMIT = re.compile(r"^(\d{20})\.json$")
 
 
 def combine(out: Any, bad: Any) -> Any:
@@ -50,54 +49,6 @@ def query_id(checkpoint: str) -> str:
         return str(json.loads(fh.readline())["id"])
 
 
-def is_delta_table(uri: str) -> bool:
-    import fsspec
-
-    fs, p = fsspec.core.url_to_fs(paths.join(uri, "_delta_log"))
-    return bool(fs.exists(p))
-
-
-def _commits(uri: str) -> dict[int, str]:
-    """Version -> path of every JSON commit file in the table's log ({} when no table)."""
-    import fsspec
-
-    fs, p = fsspec.core.url_to_fs(paths.join(uri, "_delta_log"))
-    if not fs.exists(p):
-        return {}
-    out = {}
-    for name in fs.ls(p, detail=False):
-        m = _COMMIT.match(str(name).rsplit("/", 1)[-1])
-        if m:
-            out[int(m.group(1))] = str(name)
-    return out
-
-
-def delta_version(uri: str) -> int | None:
-    """The table's latest version (None when there is no table), from the log's file names."""
-    return max(_commits(uri), default=None)
-
-
-def rows_written_after(uri: str, version: int | None) -> tuple[int, int | None]:
-    """(rows appended, inserted or updated by the commits after ``version``, latest version),
-    read from those commits' JSON only: the table's older history is never touched."""
-    import fsspec
-
-    commits = _commits(uri)
-    fs, _ = fsspec.core.url_to_fs(uri)
-    rows = 0
-    for v, path in sorted(commits.items()):
-        if version is not None and v <= version:
-            continue
-        for line in fs.cat_file(path).decode("utf-8", errors="replace").splitlines():
-            if '"commitInfo"' not in line:
-                continue
-            m = (json.loads(line).get("commitInfo") or {}).get("operationMetrics") or {}
-            rows += int(m.get("numOutputRows") or 0)
-            rows += int(m.get("numTargetRowsInserted") or 0)
-            rows += int(m.get("numTargetRowsUpdated") or 0)
-    return rows, max(commits, default=None)
-
-
 def _write(
     df: Any,
     uri: str,
@@ -110,7 +61,7 @@ def _write(
 
     ``update`` (MERGE ``set`` expressions) combines a batch row with the live row of its key;
     without it the batch row replaces the live one."""
-    if keys is None or not is_delta_table(uri):
+    if keys is None or not delta_log.exists(uri):
         (df.write.format("delta").mode("append")
          .option("txnAppId", app_id).option("txnVersion", batch_id).save(uri))  # fmt: skip
         return
@@ -168,10 +119,10 @@ def make_batch_writer(
                 *sums,
             ).first()
             # Empty writes only to create a table, so both tables exist after a first run.
-            if counts["_bad"] or not is_delta_table(quarantine):
+            if counts["_bad"] or not delta_log.exists(quarantine):
                 bad = batch.where(is_bad).select(f"{QUARANTINE_COL}.*")
                 _write(bad, quarantine, app_id, batch_id, None)
-            if counts["_out"] or not is_delta_table(output):
+            if counts["_out"] or not delta_log.exists(output):
                 rows = batch.where(~is_bad & ~is_metric).select(*data_columns)
                 _write(rows, output, app_id, batch_id, upsert_keys, upsert_update)
             if counts["_metrics"] or has_keys:

@@ -19,8 +19,8 @@ Per-key semantics inside a bucket:
   call, exactly as for the per-key operator (same operator, same watermark).
 
 State inspection: Spark's state reader shows one row per bucket (``key._bucket``,
-``value.keys``, ``value.blob``); :func:`bucket_key_count` turns a bucket's value into its
-number of keys.
+``value.keys``, ``value.blob``); :func:`spark_jobs.state.columnar.bucket_key_count` turns a
+bucket's value into its number of keys.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from pydantic import PositiveInt
 
 from spark_jobs.io import key_metrics
 from spark_jobs.jobs.declaration import JobParams
+from spark_jobs.state.columnar import BUCKET
 
-BUCKET = "_bucket"
 STATE_SCHEMA = "keys int, blob binary"
 
 
@@ -41,29 +41,6 @@ class BatchedParams(JobParams):
     """The parameters of a job that can run on this executor (its model subclasses this)."""
 
     buckets: PositiveInt = 256  # keys are hashed into this many state rows
-
-
-def bucket_key_count(value: Any) -> int:
-    """Keys held by one bucket's state value: the ``value`` column of Spark's state reader
-    (``groupState``, ``timeoutTimestamp``), a state row (``keys``, ``blob``), a dict with
-    ``keys``/``blob``, or the decoded blob bytes themselves (header only, nothing else read)."""
-    from spark_jobs.state import columnar
-
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return columnar.key_count(value)
-    if isinstance(value, dict):
-        if "groupState" in value:  # a row of Spark's state reader: (groupState, timeoutTimestamp)
-            return bucket_key_count(value["groupState"])
-        return (
-            int(value["keys"])
-            if value.get("keys") is not None
-            else columnar.key_count(value["blob"])
-        )
-    if hasattr(value, "asDict"):
-        return bucket_key_count(value.asDict())
-    if isinstance(value, (tuple, list)) and len(value) == 2:
-        return int(value[0]) if value[0] is not None else columnar.key_count(value[1])
-    raise TypeError(f"not a bucket state value: {type(value).__name__}")
 
 
 def bucketed(

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from spark_jobs.contract import paths
+from spark_jobs.contract import delta, paths
 from spark_jobs.contract.errors import ExitCode, JobFailed, UserError
 from spark_jobs.contract.spec import JobSpec
 from spark_jobs.io import events as ev
@@ -145,7 +145,7 @@ def run_job(
         started = time.time()
         qname = f"{spec.name}"
         # Version at start, read from the log's file names: the summary reads only new commits.
-        before = {uri: sinks.delta_version(uri) for uri in (spec.output, spec.quarantine)}
+        before = {uri: delta.version(uri) for uri in (spec.output, spec.quarantine)}
         targets = {qname: spec.checkpoint}
         listener = progress.make_listener(spec.name, targets, scans=sinks.SCANS_PER_SOURCE)
         spark.streams.addListener(listener)
@@ -360,8 +360,8 @@ def summarise(
         s.state_rows = sum(int(o.get("numRowsTotal") or 0) for o in ops)
         if isinstance(rec.get("keys"), dict):
             s.state_keys = int(rec["keys"].get("total") or 0)
-    s.rows_written, s.output_version = sinks.rows_written_after(
+    s.rows_written, s.output_version = delta.rows_written_after(
         spec.output, before.get(spec.output)
     )
-    s.quarantined, _ = sinks.rows_written_after(spec.quarantine, before.get(spec.quarantine))
+    s.quarantined, _ = delta.rows_written_after(spec.quarantine, before.get(spec.quarantine))
     return s

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from spark_jobs.contract import paths
+from spark_jobs.contract import delta, paths
 from spark_jobs.contract.durations import spark_interval
 from spark_jobs.contract.errors import UserError
 from spark_jobs.io import key_metrics
@@ -135,8 +135,7 @@ def initial_state(spark: Any, table: str | None) -> Any | None:
     if not table:
         return None
     uri = paths.resolve(table)
-    local = paths.local_path(uri)
-    if local is not None and not (local / "_delta_log").is_dir():
+    if not delta.exists(uri):
         return None  # no known services yet: start from nothing
     df = spark.read.format("delta").load(uri)
     missing = {"service", "status", "last_seen"} - set(df.columns)

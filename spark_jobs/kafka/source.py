@@ -21,9 +21,6 @@ if TYPE_CHECKING:
 
     from spark_jobs.contract.spec import JobSpec
 
-# Words in an option name that mark its value secret (sasl.jaas.config carries the password).
-SECRET_WORDS = ("jaas", "password", "secret", "token", "credential", "key")
-MASK = "****"
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # Spark's marks for a checkpoint whose next offsets are gone from the topic (its
 # kafka-error-conditions.json): deleted, re-created, or aged out by retention.
@@ -32,16 +29,6 @@ DATA_LOSS_MARKS = (
     "Some data may have been lost",
     "LOST_TOPIC_PARTITIONS_IN_END_OFFSET",
 )
-
-
-def is_secret(name: str) -> bool:
-    n = name.lower()
-    return any(w in n for w in SECRET_WORDS) and not n.endswith((".type", ".location"))
-
-
-def masked(options: dict[str, Any]) -> dict[str, Any]:
-    """The options as they may be shown: secret values replaced by ``****``."""
-    return {k: MASK if is_secret(k) else v for k, v in options.items()}
 
 
 def _expand(name: str, value: Any, where: str) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from spark_jobs.contract import paths
+from spark_jobs.contract import delta
 from spark_jobs.contract.errors import UserError
 
 CDF_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
@@ -41,26 +41,12 @@ class Slice:
         return f"{self.version_from}..{self.version_to}"
 
 
-def is_delta_table(uri: str) -> bool:
-    import fsspec
-
-    fs, p = fsspec.core.url_to_fs(paths.join(uri, "_delta_log"))
-    return bool(fs.exists(p))
-
-
 def current_version(uri: str) -> int:
-    """The table's newest version, from the names of its ``_delta_log`` commits (no Spark job)."""
-    import fsspec
-
-    fs, p = fsspec.core.url_to_fs(paths.join(uri, "_delta_log"))
-    versions = [
-        int(name.rsplit("/", 1)[-1][:-5])
-        for name in fs.ls(p, detail=False)
-        if name.endswith(".json") and name.rsplit("/", 1)[-1][:-5].isdigit()
-    ]
-    if not versions:
+    """The table's newest version (no Spark job); a table without commits is a user error."""
+    version = delta.version(uri)
+    if version is None:
         raise UserError(f"the Delta table at {uri} has no commits; run the job first")
-    return max(versions)
+    return version
 
 
 def read_slice(
@@ -72,7 +58,7 @@ def read_slice(
     full: bool = False,
 ) -> Slice | None:
     """The rows to validate, or None when no version was written since ``last_version``."""
-    if not is_delta_table(uri):
+    if not delta.exists(uri):
         raise UserError(f"no Delta table at {uri}; run the job first or pass --table URI")
     version = current_version(uri)
     snapshot = spark.read.format("delta").option("versionAsOf", version).load(uri)

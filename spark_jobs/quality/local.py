@@ -13,10 +13,9 @@ parameters (the freshness floor) compare the same way on both engines.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from spark_jobs.contract import paths
+from spark_jobs.contract import delta
 from spark_jobs.quality.incremental import CDF_COLUMNS, NEW_ROW_TYPES, Slice, current_version
 from spark_jobs.quality.suites import spark_type_name
 
@@ -46,21 +45,13 @@ def added_rows(uri: str, last_version: int | None, full: bool) -> int | None:
 
         counts = DeltaTable(uri).get_add_actions(flatten=True).column("num_records").to_pylist()
         return None if any(c is None for c in counts) else int(sum(counts))
-    import fsspec
-
     total = 0
     for v in range(last_version + 1, current_version(uri) + 1):
-        fs, p = fsspec.core.url_to_fs(paths.join(uri, "_delta_log", f"{v:020d}.json"))
-        if not fs.exists(p):
-            return None  # expired from the log: the count is unknown
-        with fs.open(p, "r") as fh:
-            for line in fh:
-                add = json.loads(line).get("add")
-                if add and add.get("dataChange", True):
-                    stats = json.loads(add.get("stats") or "{}")
-                    if "numRecords" not in stats:
-                        return None
-                    total += int(stats["numRecords"])
+        c = delta.commit(uri, v)
+        n = None if c is None else delta.added_records(c)
+        if n is None:
+            return None  # expired from the log, or a file without statistics: count unknown
+        total += n
     return total
 
 

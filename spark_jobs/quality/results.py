@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from spark_jobs.contract import paths
+from spark_jobs.contract import delta, paths
 
 QUALITY_DIR = "_quality"
 RESULTS_TABLE = "results"
@@ -90,11 +90,9 @@ class History:
     """
 
     def __init__(self, uri: str) -> None:
-        from spark_jobs.quality.incremental import is_delta_table
-
         self.uri = uri
         self.runs: list[dict[str, Any]] = []
-        if is_delta_table(uri):
+        if delta.exists(uri):
             from deltalake import DeltaTable
 
             from spark_jobs.quality.local import naive_local

@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from spark_jobs.contract import paths
+from spark_jobs.contract import delta, paths
 from spark_jobs.contract.durations import describe
 from spark_jobs.contract.errors import ExitCode, UserError
 from spark_jobs.jobs import definition
@@ -145,7 +145,7 @@ def run_quality(
     started = time.time()
     suite = load_suite(spec)
     uri = table.rstrip("/") if table else spec.output
-    if not incremental.is_delta_table(uri):
+    if not delta.exists(uri):
         raise UserError(
             f"no Delta table at {uri}; run `python -m spark_jobs run {spec.name}` first or pass --table URI"
         )
@@ -229,7 +229,7 @@ def _engine(
         return engine
     total = 0
     for uri, last in tables_and_last:
-        if incremental.is_delta_table(uri):
+        if delta.exists(uri):
             why = local.unreadable(uri)
             if why and engine == "pandas":
                 raise UserError(f"engine pandas cannot read {uri} ({why}); use --engine spark")
@@ -248,7 +248,7 @@ def _quarantine_slice(
     spark: Any, uri: str, last: int | None, full: bool
 ) -> incremental.Slice | None:
     """The quarantine rows to validate; ``spark`` None: read with deltalake (pandas engine)."""
-    if not incremental.is_delta_table(uri):
+    if not delta.exists(uri):
         return (
             None  # nothing was ever quarantined (the job writes the table on its first bad record)
         )

@@ -16,7 +16,7 @@ ones shift to ``.2`` ... ``.KEEP_ROTATED``, the oldest goes) and a new one start
 the rotated files first, so they see one log, oldest first.
 
 A batch reading Kafka also gets a top-level ``lag`` object: per topic, records behind the
-topic's latest offsets (spark_jobs.kafka.lag).
+topic's latest offsets (spark_jobs.runtime.lag).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_jobs.contract import paths
-from spark_jobs.kafka.lag import source_lag
+from spark_jobs.runtime.lag import source_lag
 
 IDLE = "idle"
 HEARTBEAT = "heartbeat"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -20,6 +21,7 @@ VERSION = 1
 _HEADER = struct.Struct("<3sBII")
 _COLUMN = struct.Struct("<B")
 _COUNT = struct.Struct("<I")
+BUCKET = "_bucket"  # the key column of the batched executor's state: one row per bucket
 
 
 def _encode_strings(values: np.ndarray) -> bytes:
@@ -84,6 +86,23 @@ def key_count(blob: bytes | bytearray | memoryview) -> int:
             f"bucket state blob version {version} is not readable by this release (wants {VERSION})"
         )
     return int(keys)
+
+
+def bucket_key_count(value: Any) -> int:
+    """Keys held by one bucket's state value: the ``value`` column of Spark's state reader
+    (``groupState``, ``timeoutTimestamp``), a state row (``keys``, ``blob``), a dict with
+    ``keys``/``blob``, or the decoded blob bytes themselves (header only, nothing else read)."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return key_count(value)
+    if isinstance(value, dict):
+        if "groupState" in value:  # a row of Spark's state reader: (groupState, timeoutTimestamp)
+            return bucket_key_count(value["groupState"])
+        return int(value["keys"]) if value.get("keys") is not None else key_count(value["blob"])
+    if hasattr(value, "asDict"):
+        return bucket_key_count(value.asDict())
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        return int(value[0]) if value[0] is not None else key_count(value[1])
+    raise TypeError(f"not a bucket state value: {type(value).__name__}")
 
 
 def decode(blob: bytes | bytearray | memoryview) -> dict[str, np.ndarray]:

@@ -18,9 +18,9 @@ JOB = "windowed_counts"  # the cheapest job of the seven: a built-in window aggr
 
 
 def _version(table: Path) -> int | None:
-    from statekeeper import delta_log
+    from spark_jobs.contract import delta
 
-    return delta_log.version(str(table))
+    return delta.version(str(table))
 
 
 def test_catch_up_writes_then_changes_nothing_and_bad_backfills_stop_early(airflow_home, tmp_path):
@@ -87,7 +87,7 @@ def test_backfill_publishes_once_and_an_identical_one_changes_nothing(airflow_ho
         data=data,
         timeout=1500,
     )  # fmt: skip
-    from statekeeper import delta_log
+    from spark_jobs.contract import delta
 
     assert live["state"] == "success", live
     before = live["returns"]["publish_asset"]["version"]
@@ -99,11 +99,11 @@ def test_backfill_publishes_once_and_an_identical_one_changes_nothing(airflow_ho
     assert Path(plan["staged_checkpoint"]).is_dir() and plan["staged_checkpoint"].startswith(
         str(data / "backfill" / JOB)
     )
-    commits = [c for c in delta_log.commit_infos(str(table)) if c["version"] > before]
+    commits = delta.commits(str(table), after=before)
     assert len(commits) == 1, commits  # one commit makes the whole backfill visible
-    assert commits[0]["userMetadata"].startswith(f"statekeeper-backfill:{plan['key']} mode=replace")
-    after = delta_log.version(str(table))
+    assert commits[0].user_metadata.startswith(f"statekeeper-backfill:{plan['key']} mode=replace")
+    after = delta.version(str(table))
 
     assert again["state"] == "success", again
     assert again["tasks"]["plan"] == "skipped" and again["tasks"]["run_staged"] == "skipped"
-    assert delta_log.version(str(table)) == after  # the identical backfill changed nothing
+    assert delta.version(str(table)) == after  # the identical backfill changed nothing

@@ -33,7 +33,8 @@ def specs_copy(tmp: Path) -> Path:
 
 
 def cli(job: str, tmp: Path, specs: Path, name: str) -> subprocess.Popen:
-    env = {**os.environ, "STATEKEEPER_SPECS": str(specs), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "STATEKEEPER_SPECS": str(specs), "PYTHONPATH": str(ROOT),
+           "STATEKEEPER_CHECKPOINT_ROOTS": str(tmp)}  # fmt: skip
     args = [sys.executable, "-m", "spark_jobs", "run", job, "--input", str(tmp / "land"),
             "--output", str(tmp / name / "out"), "--checkpoint", str(tmp / name / "ckpt")]  # fmt: skip
     return subprocess.Popen(

@@ -31,7 +31,8 @@ def test_a_driver_heartbeats_and_stops_gracefully_on_sigterm(tmp_path):
 
     land, ckpt = tmp_path / "land", tmp_path / "ckpt"
     generate("clickstream", str(land), 500, keys=20, seed=1)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), progress.HEARTBEAT_EVERY_ENV: "0.5"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), progress.HEARTBEAT_EVERY_ENV: "0.5",
+           "STATEKEEPER_CHECKPOINT_ROOTS": str(tmp_path)}  # fmt: skip
     proc = subprocess.Popen(
         [sys.executable, "-m", "spark_jobs", "run", "windowed_counts", "--trigger", "processing-time:2s",
          "--input", str(land), "--output", str(tmp_path / "out"), "--checkpoint", str(ckpt),

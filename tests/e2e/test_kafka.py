@@ -184,7 +184,8 @@ def test_kill_9_mid_run_then_rerun_equals_uninterrupted_on_3_partitions(
     raw.update(max_offsets_per_trigger=100, shuffle_partitions=2)  # 8 batches to be killed in
     (specs / "sessions.yaml").write_text(yaml.safe_dump(raw))
     ckpt = tmp_path / "crashed" / "ckpt"
-    env = {**os.environ, "STATEKEEPER_SPECS": str(specs), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "STATEKEEPER_SPECS": str(specs), "PYTHONPATH": str(ROOT),
+           "STATEKEEPER_CHECKPOINT_ROOTS": str(tmp_path)}  # fmt: skip
     victim = subprocess.Popen(
         [sys.executable, "-m", "spark_jobs", "run", "sessions", "--input", uri,
          "--output", str(tmp_path / "crashed" / "out"), "--checkpoint", str(ckpt)],

@@ -20,11 +20,13 @@ from spark_jobs.checkpoints import validate as V
 from spark_jobs.checkpoints.cli import register  # noqa: F401  (the subcommand exists)
 from spark_jobs.checkpoints.inspect import inspect_checkpoint
 from spark_jobs.checkpoints.layout import read_layout
-from spark_jobs.checkpoints.rollback import delta_version_of_batch, rollback
+from spark_jobs.checkpoints.manifests import list_snapshots
+from spark_jobs.checkpoints.rollback import rollback
 from spark_jobs.checkpoints.roots import Target
-from spark_jobs.checkpoints.snapshots import list_snapshots, take_snapshot
+from spark_jobs.checkpoints.snapshots import take_snapshot
 from spark_jobs.checkpoints.validate import validate_checkpoint
 from spark_jobs.cli import main as cli_main
+from spark_jobs.contract import delta
 from spark_jobs.contract.blocks import Snapshots
 from spark_jobs.contract.errors import LockHeld, UserError
 from spark_jobs.contract.spec import load_spec
@@ -264,7 +266,7 @@ def test_new_checkpoint_is_clean(tmp_path):
 def test_paths_outside_roots_are_refused(base, tmp_path, capsys):
     src, _spec = base["rocksdb"]
     rc = cli_main(["checkpoint", "inspect", "--checkpoint", str(src / "ckpt")])
-    assert rc == 2 and "outside the configured roots" in capsys.readouterr().err
+    assert rc == 2 and "outside the checkpoints roots" in capsys.readouterr().err
     rc = cli_main(["checkpoint", "inspect", "--checkpoint", str(tmp_path / ".." / "elsewhere")])
     assert rc == 2
 
@@ -304,7 +306,7 @@ def test_rollback_equals_uninterrupted_run(spark, tmp_path):
     lay = read_layout(str(ck))
     n = next(
         b for b in range(lay.last_committed - 2, -1, -1)
-        if delta_version_of_batch(spec.output, [lay.query_id], b) is not None
+        if delta.txn_log(spec.output).version_of_batch((lay.query_id,), b) is not None
     )  # fmt: skip
 
     with pytest.raises(UserError, match="not a committed batch"):

@@ -12,9 +12,9 @@ import pytest
 from jobkit import job_spec, rows
 
 from spark_jobs.checkpoints.inspect import inspect_checkpoint
+from spark_jobs.checkpoints.manifests import list_snapshots
 from spark_jobs.checkpoints.repartition import repartition
 from spark_jobs.checkpoints.roots import resolve
-from spark_jobs.checkpoints.snapshots import list_snapshots
 from spark_jobs.contract.errors import UserError
 from spark_jobs.contract.spec import load_spec
 from spark_jobs.generate import generate

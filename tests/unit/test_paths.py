@@ -40,14 +40,3 @@ def test_data_paths_follow_statekeeper_data_and_roots_refuse_escapes(tmp_path, m
     monkeypatch.setenv("STATEKEEPER_CHECKPOINT_ROOTS", "s3a://b/ck")
     assert paths.outside_roots("s3a://b/ck/sessions", "checkpoints") is None
     assert paths.outside_roots("s3a://b/ck/../other/x", "checkpoints") is not None
-
-
-def test_a_checkpoint_path_given_as_the_job_names_the_option_to_use(capsys):
-    from spark_jobs.cli import main
-
-    assert main(["checkpoint", "validate", "/somewhere/ckpt"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err == (
-        "statekeeper: '/somewhere/ckpt' is a path, not a job; to name a checkpoint use "
-        "--checkpoint /somewhere/ckpt"
-    )

@@ -12,10 +12,11 @@ import pytest
 from spark_jobs.checkpoints import roots
 from spark_jobs.checkpoints.inspect import inspect_checkpoint, render
 from spark_jobs.checkpoints.layout import StoreFiles, read_layout
+from spark_jobs.checkpoints.manifests import list_snapshots
 from spark_jobs.checkpoints.restore import restore
 from spark_jobs.checkpoints.rollback import rollback
 from spark_jobs.checkpoints.roots import Target
-from spark_jobs.checkpoints.snapshots import list_snapshots, plan_prune, prune, take_snapshot
+from spark_jobs.checkpoints.snapshots import plan_prune, prune, take_snapshot
 from spark_jobs.checkpoints.synthetic import make_checkpoint
 from spark_jobs.checkpoints.validate import validate_checkpoint
 from spark_jobs.cli import main as cli_main
@@ -103,7 +104,7 @@ def test_roots_refuse_escapes(tmp_path):
     inside = tmp_path / "ck" / "job"
     inside.mkdir(parents=True)
     assert roots.resolve(None, str(inside)).checkpoint == str(inside.resolve())
-    with pytest.raises(UserError, match="outside the configured roots"):
+    with pytest.raises(UserError, match="outside the checkpoints roots"):
         roots.resolve(None, str(tmp_path / "ck" / ".." / "other"))
     (tmp_path / "ck" / "link").symlink_to(tmp_path)
     with pytest.raises(UserError, match="outside"):

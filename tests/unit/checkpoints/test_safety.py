@@ -13,9 +13,10 @@ import pytest
 from spark_jobs.checkpoints import restore as restore_mod
 from spark_jobs.checkpoints import roots, writer_guard
 from spark_jobs.checkpoints.layout import read_layout
+from spark_jobs.checkpoints.manifests import list_snapshots
 from spark_jobs.checkpoints.restore import restore
 from spark_jobs.checkpoints.roots import Target
-from spark_jobs.checkpoints.snapshots import list_snapshots, prune, take_snapshot
+from spark_jobs.checkpoints.snapshots import prune, take_snapshot
 from spark_jobs.checkpoints.synthetic import LiveWriter, make_checkpoint
 from spark_jobs.cli import main as cli_main
 from spark_jobs.contract.errors import UserError
@@ -179,16 +180,17 @@ def _delta_log(table: Path, app_id: str, batch: int, as_checkpoint: bool) -> Non
 
 @pytest.mark.parametrize("as_checkpoint", [False, True])
 def test_run_refuses_a_new_checkpoint_on_a_table_another_query_wrote(
-    tmp_path, capsys, as_checkpoint
+    tmp_path, capsys, monkeypatch, as_checkpoint
 ):
+    monkeypatch.setenv("STATEKEEPER_CHECKPOINT_ROOTS", str(tmp_path / "ck"))
     out = tmp_path / "out"
     _delta_log(out, "1b7e3c9a-old-query", 41, as_checkpoint)
     (tmp_path / "land").mkdir()
     args = ["run", "dedup_events", "--input", str(tmp_path / "land"), "--output", str(out)]
-    assert cli_main([*args, "--checkpoint", str(tmp_path / "new")]) == 4
+    assert cli_main([*args, "--checkpoint", str(tmp_path / "ck" / "new")]) == 4
     err = capsys.readouterr().err
     assert "1b7e3c9a-old-query" in err and "--new-checkpoint-for-existing-table" in err
-    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "new").exists()
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "ck" / "new").exists()
     # The same query's checkpoint passes the guard (the quarantine table is new: no writes).
     own = tmp_path / "own"
     own.mkdir()
