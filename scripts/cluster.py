@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_jobs.contract import paths
+from spark_jobs.contract.env import cli_env
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -64,7 +65,7 @@ def fetch_json(url: str, timeout: float = 5.0) -> dict[str, Any]:
 
 
 def _env(folder: Path) -> dict[str, str]:
-    env = dict(os.environ)
+    env = cli_env()  # executors start the same interpreter as the driver
     env.update(
         SPARK_HOME=str(spark_home()),
         SPARK_LOCAL_IP="127.0.0.1",

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from spark_jobs.contract import paths
+from spark_jobs.contract.env import cli_env
 
 SPARK_LOCAL = json.dumps({"conn_type": "spark", "host": "local[2]"})
 
@@ -24,8 +25,9 @@ def airflow_env(home: Path, data: Path | None = None, **extra: str) -> dict[str,
     """The environment of an Airflow process on ``home``; ``data`` relocates ``.data/`` (the
     DAG tests' own folder), ``extra`` is set last."""
     root = paths.project_root()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW__")}
-    bindir = str(Path(sys.executable).parent)
+    # Spark's environment (interpreter, PATH, STATEKEEPER_HOME), less any AIRFLOW__ setting of
+    # the caller's: this home's configuration is all set here.
+    env = {k: v for k, v in cli_env().items() if not k.startswith("AIRFLOW__")}
     env.update(
         AIRFLOW_HOME=str(home),
         AIRFLOW__CORE__DAGS_FOLDER=str(root / "dags"),
@@ -34,10 +36,6 @@ def airflow_env(home: Path, data: Path | None = None, **extra: str) -> dict[str,
         AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=f"sqlite:///{home}/airflow.db",
         AIRFLOW_CONN_SPARK_DEFAULT=env.get("AIRFLOW_CONN_SPARK_DEFAULT", SPARK_LOCAL),
         PYTHONPATH=os.pathsep.join([str(root), str(root / "plugins")]),
-        STATEKEEPER_HOME=str(root),
-        PYSPARK_PYTHON=sys.executable,
-        PYSPARK_DRIVER_PYTHON=sys.executable,
-        PATH=os.pathsep.join([bindir, env.get("PATH", "")]),
     )
     if data is not None:
         env["STATEKEEPER_DATA"] = str(data)

@@ -20,7 +20,7 @@ from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
 
 from spark_jobs.contract import paths
-from statekeeper.env import cli_command, cli_env
+from spark_jobs.contract.env import cli_command, cli_env
 from statekeeper.spark_submit import BadSparkConnection, SparkTarget, application
 
 

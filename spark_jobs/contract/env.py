@@ -1,6 +1,7 @@
-"""How to call the Spark side: the Python, and the environment of ``python -m spark_jobs`` and
-spark-submit (the project root is ``spark_jobs.contract.paths.project_root``, the one both sides
-use)."""
+"""How to start a process of the Spark side: the Python, and the environment of ``python -m
+spark_jobs``, spark-submit and the processes around them (Airflow in the demo and tests, the
+cluster's daemons, benchmarks). One builder, so the interpreter, PATH and PYTHONPATH rules are
+written once (the project root is ``spark_jobs.contract.paths.project_root``)."""
 
 from __future__ import annotations
 
