@@ -125,11 +125,6 @@ class JobSpec:
     def quarantine(self) -> str:
         return paths.quarantine_table(self.output)
 
-    def param_seconds(self, key: str) -> float:
-        if key not in self.params:
-            raise UserError(f"job {self.name}: spec has no params.{key}; add it to {self.path}")
-        return parse_seconds(self.params[key], f"params.{key} of job {self.name}")
-
     def with_overrides(
         self,
         input: str | list[str] | None = None,

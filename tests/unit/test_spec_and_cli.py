@@ -12,6 +12,7 @@ from spark_jobs.contract.durations import parse_seconds, spark_interval
 from spark_jobs.contract.errors import UserError
 from spark_jobs.contract.spec import Trigger, list_jobs, load_spec, parse_spec
 from spark_jobs.generate import generate
+from spark_jobs.jobs import definition
 
 pytestmark = pytest.mark.unit
 
@@ -30,7 +31,7 @@ JOBS = [
 def test_every_contract_job_has_a_spec_that_loads():
     assert list_jobs() == JOBS
     s = load_spec("sessions")
-    assert s.watermark_seconds == 600 and s.param_seconds("gap") == 1800
+    assert s.watermark_seconds == 600 and definition("sessions").params.of(s).gap == 1800
     assert s.state_store == "rocksdb" and s.trigger.available_now
     assert s.output.endswith(".data/tables/sessions")
     assert load_spec("order_payments").kinds == ["orders", "payments"]
