@@ -100,7 +100,7 @@ def test_supervisor_restarts_a_killed_driver_and_never_starts_a_second(airflow_h
         direct = subprocess.run(
             [sys.executable, "-m", "spark_jobs", "run", "service_health", "--trigger", "processing-time:5s",
              "--input", str(landing), "--output", str(tmp_path / "tables" / "service_health"), "--checkpoint", str(ckpt)],
-            cwd=ROOT, capture_output=True, text=True, env=airflow_env(airflow_home), timeout=120,
+            cwd=ROOT, capture_output=True, text=True, env=airflow_env(airflow_home, data=tmp_path), timeout=120,
         )  # fmt: skip
         assert direct.returncode == 3, direct.stderr
         assert "in use by" in direct.stderr
