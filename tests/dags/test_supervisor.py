@@ -135,3 +135,7 @@ def test_supervisor_restarts_a_killed_driver_and_never_starts_a_second(airflow_h
         assert launches == 2
     finally:
         _cleanup(ckpt)
+        # A failed assertion leaves the supervisor's DAG run going in its thread, and it would
+        # relaunch the driver just killed: let it end (its watch is bounded), then clean again.
+        runner.join(timeout=300)
+        _cleanup(ckpt)
