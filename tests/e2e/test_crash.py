@@ -53,7 +53,9 @@ def committed_batches(ckpt: Path) -> int:
     return len([p for p in commits.iterdir() if p.name.isdigit()]) if commits.exists() else 0
 
 
-@pytest.mark.parametrize("job", ["sessions", "user_counts"])
+# sessions (append sink) through the CLI here; every job, user_counts' upsert sink included, is
+# killed mid-run in the invariance harness (tests/integration/test_batching_invariance.py, (c)).
+@pytest.mark.parametrize("job", ["sessions"])
 def test_kill_mid_run_then_rerun_equals_uninterrupted(spark, tmp_path, job):
     for seed in range(6):
         generate("clickstream", str(tmp_path / "land"), 300, keys=30, seed=seed, bad_rate=0.05)

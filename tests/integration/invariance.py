@@ -136,19 +136,22 @@ class Landing:
             os.utime(p, (stamp, stamp))
 
 
-def spec_for(job: str, root: Path) -> Any:
-    """The job's real spec on ``root`` (two partitions), one file per batch: runs have several
-    batches, so the watermark moves inside a run too."""
-    return replace(job_spec(job, root), max_files_per_trigger=1)
+def spec_for(job: str, root: Path, files_per_batch: int = 1) -> Any:
+    """The job's real spec on ``root`` (two partitions), a few files per batch: runs have
+    several batches, so the watermark moves inside a run too."""
+    return replace(job_spec(job, root), max_files_per_trigger=files_per_batch)
 
 
-def run_all(plan: list[tuple[str, Path]], spark: Any = None) -> None:
+def run_all(plan: list[tuple[str, Path]], spark: Any = None, files_per_batch: int = 1) -> None:
     """Run every (job, root) at once, each to the end of its input (available-now)."""
     from spark_jobs.jobs.runner import run_job
 
     # A few at a time: side by side they share the cores, all seven at once mostly queue.
     with ThreadPoolExecutor(max_workers=min(4, len(plan))) as pool_:
-        futures = [pool_.submit(run_job, spec_for(job, root), spark=spark) for job, root in plan]
+        futures = [
+            pool_.submit(run_job, spec_for(job, root, files_per_batch), spark=spark)
+            for job, root in plan
+        ]
         for f in futures:
             f.result()
 

@@ -3,9 +3,9 @@ duplicates and hopelessly late events included) delivered
 
   (a) in one arrival,
   (b) in three arrivals of two files each, overlapping by less than the watermark delay, lines
-      shuffled inside files, one file per batch,
-  (c) as (b) cut differently, with the run of the second arrival killed (SIGKILL) mid-run and
-      run again,
+      shuffled inside files, one batch per arrival,
+  (c) as (b) cut differently, one file per batch, with the run of the second arrival killed
+      (SIGKILL) mid-run and run again,
 
 each followed by the late events and a flush far ahead, give identical output and quarantine
 tables, row for row; for ``sessions`` and ``fraud_alerts`` they also equal a pure-Python
@@ -85,11 +85,13 @@ def outcome(spark, tmp_path_factory):
         data[job] = (lines, late, flush, delay)
     land = {(s, j): Landing(base / s / j) for s in SCENARIOS for j in JOBS}
 
-    def step(scenario: str, chunks: dict[str, list[dict]]) -> None:
+    # Files per batch differ between the scenarios too: (a) and (b) take an arrival's two files
+    # (or the late and the flush file) in one batch, (c) one file per batch.
+    def step(scenario: str, chunks: dict[str, list[dict]], per_batch: int = 2) -> None:
         for job, cs in chunks.items():
             for c in cs:
                 land[scenario, job].land(c)
-        run_all([(j, land[scenario, j].root) for j in JOBS], spark)
+        run_all([(j, land[scenario, j].root) for j in JOBS], spark, per_batch)
 
     tail = {j: [data[j][1], data[j][2]] for j in JOBS}  # the late events, then the flush
     # (a) one arrival
@@ -106,7 +108,7 @@ def outcome(spark, tmp_path_factory):
         land["bf", j] = Landing(base / "bf" / j)
         land["bf", j].root.mkdir(parents=True)
         (land["bf", j].root / "land").symlink_to(land["b", j].root / "land")
-    run_all([(j, land["bf", j].root) for j in JOBS], spark)
+    run_all([(j, land["bf", j].root) for j in JOBS], spark, files_per_batch=2)
     live_before = {j: rows(spark, str(land["b", j].root / "out")) for j in JOBS}
     staged = {j: rows(spark, str(land["bf", j].root / "out")) for j in JOBS}
     for j in JOBS:
@@ -115,14 +117,14 @@ def outcome(spark, tmp_path_factory):
                          "replace", f"invariance-{j}")  # fmt: skip
     # (c) cut differently; the second arrival's run is killed mid-run, then run again
     c = {j: cut(data[j][0], 6, data[j][3] / 2, rng) for j in JOBS}
-    step("c", {j: c[j][0:2] for j in JOBS})
+    step("c", {j: c[j][0:2] for j in JOBS}, 1)
     for j in JOBS:
         for chunk in c[j][2:4]:
             land["c", j].land(chunk)
     killed_at = _kill_mid_run([(j, land["c", j].root) for j in JOBS], base / "plan.json")
-    step("c", {j: [] for j in JOBS})  # the same arrival, run again
-    step("c", {j: c[j][4:6] for j in JOBS})
-    step("c", tail)
+    step("c", {j: [] for j in JOBS}, 1)  # the same arrival, run again
+    step("c", {j: c[j][4:6] for j in JOBS}, 1)
+    step("c", tail, 1)
 
     tables = {}
     for s in SCENARIOS:
