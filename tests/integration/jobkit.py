@@ -48,3 +48,17 @@ def job_spec(job: str, tmp: Path, **changes: Any) -> JobSpec:
 def rows(spark: Any, uri: str, order: list[str] | None = None) -> list[tuple]:
     df = spark.read.format("delta").load(uri)
     return [tuple(r) for r in df.orderBy(*(order or df.columns)).collect()]
+
+
+def parquet_timestamp_types(table: Path) -> set[str]:
+    """The physical Parquet types of every timestamp column in the table's data files."""
+    import pyarrow.parquet as pq
+
+    found = set()
+    for f in table.glob("*.parquet"):
+        schema = pq.ParquetFile(f).schema
+        for i in range(len(schema)):
+            col = schema.column(i)
+            if col.physical_type == "INT96" or "TIMESTAMP" in str(col.logical_type).upper():
+                found.add(col.physical_type)
+    return found

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 from invariance import JOBS, Landing, cut, event_time, extras, pool, run_all
-from jobkit import rows
+from jobkit import parquet_timestamp_types, rows
 
 from spark_jobs.contract.spec import load_spec
 from spark_jobs.publish import publish_rows, refusal
@@ -138,7 +138,11 @@ def outcome(spark, tmp_path_factory):
     backfill = {
         j: (staged[j], live_before[j], rows(spark, str(land["b", j].root / "out"))) for j in JOBS
     }
-    return {"tables": tables, "data": data, "killed_at": killed_at, "backfill": backfill}
+    roots = {key: landing.root for key, landing in land.items()}
+    return {
+        "tables": tables, "data": data, "killed_at": killed_at, "backfill": backfill,
+        "roots": roots,
+    }  # fmt: skip
 
 
 @pytest.mark.parametrize("job", JOBS)
@@ -160,6 +164,20 @@ def test_a_backfill_of_the_same_input_publishes_the_live_rows(outcome, job):
         f"{job}: the backfill's rows differ from the live runs'"
     )
     assert live_after == live_before, f"{job}: publishing the same rows changed the live table"
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_delta_rs_reads_every_table_as_spark_does(outcome, job):
+    """Another reader (delta-rs, no JVM) reads each job's output and quarantine tables with the
+    rows Spark reads, and their timestamps are INT64 micros (TIMESTAMP_MICROS), never INT96."""
+    from deltalake import DeltaTable
+
+    out_rows, quarantined = outcome["tables"]["a", job]
+    out = outcome["roots"]["a", job] / "out"
+    for table, n in ((out, len(out_rows)), (out / "_quarantine", sum(quarantined.values()))):
+        assert n > 0, f"{table} is empty: the comparison would prove nothing"
+        assert parquet_timestamp_types(table) == {"INT64"}, table
+        assert DeltaTable(str(table)).to_pyarrow_table().num_rows == n, table
 
 
 def test_the_kill_landed_mid_run(outcome):
