@@ -14,7 +14,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException, Airfl
 
 from spark_jobs.contract.errors import ExitCode
 from statekeeper.hooks import CliResult, StatekeeperCliHook
-from statekeeper.params import check_path_params
+from statekeeper.params import check_path_params, rendered
 from statekeeper.submit import drop_empty_options
 
 
@@ -44,7 +44,7 @@ class SparkJobsCliOperator(BaseOperator):
         self._hook: StatekeeperCliHook | None = None
 
     def execute(self, context: Any) -> dict[str, Any]:
-        if str(self.skip_reason or "").strip() not in ("", "None"):
+        if rendered(self.skip_reason) is not None:
             raise AirflowSkipException(str(self.skip_reason))
         check_path_params(context)
         self._hook = StatekeeperCliHook()

@@ -30,12 +30,19 @@ class ParamOutsideRoots(AirflowFailException):
     """A path param names a folder outside its roots: refused, nothing submitted, no retry."""
 
 
+def rendered(value: Any) -> str | None:
+    """A templated value, or None when it rendered empty (``""``, or ``"None"`` from a param left
+    unset): the one rule for "not given, use the spec's own"."""
+    text = str(value if value is not None else "").strip()
+    return None if text in ("", "None") else text
+
+
 def check_path_params(context: Any) -> None:
     """Refuse (one line) when a path param of this run lies outside its roots."""
     params = (context or {}).get("params") or {}
     for name, (kind, allow_root) in PATH_PARAMS.items():
-        value = str(params.get(name) or "").strip()
-        if value in ("", "None"):
+        value = rendered(params.get(name))
+        if value is None:
             continue  # empty: the spec's own path
         if name == "input" and value.startswith("kafka://"):
             continue  # a topic, not a path: its URI is checked where it is planned and read

@@ -22,16 +22,10 @@ from spark_jobs.contract.errors import ExitCode
 from spark_jobs.contract.paths import resolve
 from spark_jobs.contract.spec import JobSpec
 from statekeeper.hooks import SparkJobsSubmitHook
-from statekeeper.params import check_path_params
+from statekeeper.params import check_path_params, rendered
 from statekeeper.triggers import CheckpointFreeTrigger
 
 OVERRIDES = ("input", "output", "checkpoint")
-
-
-def _given(value: Any) -> str | None:
-    """A templated value, or None when it rendered empty (meaning: the spec's own)."""
-    text = str(value if value is not None else "").strip()
-    return None if text in ("", "None") else text
 
 
 def drop_empty_options(args: Sequence[Any]) -> list[str]:
@@ -41,10 +35,10 @@ def drop_empty_options(args: Sequence[Any]) -> list[str]:
     i = 0
     while i < len(items):
         a = items[i]
-        if a.startswith("--") and i + 1 < len(items) and items[i + 1].strip() in ("", "None"):
+        if a.startswith("--") and i + 1 < len(items) and rendered(items[i + 1]) is None:
             i += 2
             continue
-        if a.strip() not in ("", "None"):
+        if rendered(a) is not None:
             out.append(a)
         i += 1
     return out
@@ -60,10 +54,10 @@ def resolve_job(job: str, overrides: Mapping[str, Any] | None, trigger: Any = No
     if unknown:
         raise ValueError(f"unknown override(s) {', '.join(unknown)}; known: {', '.join(OVERRIDES)}")
     return load_spec(job).with_overrides(
-        input=_given(ov.get("input")),
-        output=_given(ov.get("output")),
-        checkpoint=_given(ov.get("checkpoint")),
-        trigger=_given(trigger),
+        input=rendered(ov.get("input")),
+        output=rendered(ov.get("output")),
+        checkpoint=rendered(ov.get("checkpoint")),
+        trigger=rendered(trigger),
     )
 
 
@@ -107,13 +101,13 @@ class SparkJobsSubmitOperator(BaseOperator):
         self._checkpoint = ""  # the checkpoint this submit's driver will hold, when known
 
     def _skip_or_refuse(self, context: Any) -> None:
-        if _given(self.skip_reason):
+        if rendered(self.skip_reason):
             raise AirflowSkipException(str(self.skip_reason))
         check_path_params(context)
 
     def execute(self, context: Any) -> dict[str, Any]:
         self._skip_or_refuse(context)
-        table = resolve(self.report_table) if _given(self.report_table) else ""
+        table = resolve(self.report_table) if rendered(self.report_table) else ""
         return self._submit(drop_empty_options(self.arguments), table)
 
     def _submit(self, args: list[str], table: str) -> dict[str, Any]:

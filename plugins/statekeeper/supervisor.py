@@ -34,7 +34,7 @@ from spark_jobs.contract.lock import FileLock
 from spark_jobs.contract.spec import JobSpec
 from spark_jobs.runtime import procs
 from statekeeper import driver
-from statekeeper.params import check_path_params
+from statekeeper.params import check_path_params, rendered
 from statekeeper.submit import resolve_job, run_arguments
 from statekeeper.triggers import BackoffTrigger, DriverWatchTrigger
 
@@ -65,9 +65,8 @@ T = TypeVar("T")
 
 def _given(value: Any, kind: Callable[[Any], T], default: T) -> T:
     """A templated operator argument as ``kind``, or the spec's ``default`` when it rendered empty."""
-    return (
-        default if str(value if value is not None else "").strip() in ("", "None") else kind(value)
-    )
+    text = rendered(value)
+    return default if text is None else kind(text)
 
 
 class StreamingSupervisorOperator(BaseOperator):
