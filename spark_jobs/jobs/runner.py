@@ -330,7 +330,9 @@ def _wait_for_listener(spec: JobSpec, queries: list[Any], timeout: float = 15.0)
     wanted = None
     for q in queries:
         last = q.lastProgress
-        if last:
+        # A trigger that ran no batch (nothing new) updates lastProgress but posts no progress
+        # event (Spark 4 reports it as idle): waiting for it would cost the whole timeout.
+        if last and "addBatch" in (last.get("durationMs") or {}):
             wanted = (str(last["runId"]), int(last["batchId"]))
     deadline = time.time() + timeout
     while wanted and time.time() < deadline:

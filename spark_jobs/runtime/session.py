@@ -43,6 +43,10 @@ def base_confs() -> dict[str, str]:
         # Every table Statekeeper creates keeps a change feed: quality checks read only new rows.
         "spark.databricks.delta.properties.defaults.enableChangeDataFeed": "true",
         "spark.sql.adaptive.enabled": "false",
+        # Delta rebuilds a table's snapshot (its log) with this many tasks before each write and
+        # read. The default, 50, cost ~5 s per micro-batch on two cores for a log of a few
+        # commits; the log is replayed from its last checkpoint, so a few tasks suffice.
+        "spark.databricks.delta.snapshotPartitions": "2",
         # Python workers must connect back within this; the default 15 s fails runs on a
         # loaded machine ("Python worker failed to connect back") for no fault of the job.
         "spark.python.authenticate.socketTimeout": "120s",

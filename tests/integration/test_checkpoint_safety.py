@@ -90,22 +90,7 @@ def delta_versions(table: str) -> list[str]:
     return sorted(p.name for p in (Path(table) / "_delta_log").glob("*.json"))
 
 
-@pytest.fixture
-def few_log_partitions(spark):
-    """Delta rebuilds a table's state with 50 tasks by default; these tables have a few files."""
-    key = "spark.databricks.delta.snapshotPartitions"
-    before = spark.conf.get(key, None)
-    spark.conf.set(key, "2")
-    yield
-    if before is None:
-        spark.conf.unset(key)
-    else:
-        spark.conf.set(key, before)
-
-
-def test_live_snapshot_restore_rerun_loses_and_repeats_nothing(
-    spark, tmp_path, capsys, few_log_partitions
-):
+def test_live_snapshot_restore_rerun_loses_and_repeats_nothing(spark, tmp_path, capsys):
     """Run, snapshot while the run lock is held (as with the continuous driver), run more,
     restore (the default: tables and query ids too), run again: output and quarantine hold
     every row once, as one uninterrupted run would. Then a new checkpoint on them is refused."""
