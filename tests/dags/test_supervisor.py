@@ -9,51 +9,12 @@ import signal
 import subprocess
 import sys
 import threading
-import time
-from pathlib import Path
 
 import pytest
 from airflow_env import ROOT, airflow_env, run_dags
+from drivers import cleanup, holder, progress_lines, wait_for
 
 pytestmark = pytest.mark.dags
-
-
-def _holder(ckpt: Path) -> dict | None:
-    from spark_jobs.runtime.lock import holder
-
-    return holder(str(ckpt))
-
-
-def _wait(what, predicate, timeout: float, every: float = 1.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-
-
-def _progress_lines(ckpt: Path) -> int:
-    p = ckpt / "_statekeeper" / "progress.jsonl"
-    return len(p.read_text().splitlines()) if p.exists() else 0
-
-
-def _cleanup(ckpt: Path) -> None:
-    """Never leave a driver behind, whatever the test did; and never kill a stranger that got a
-    recorded pid since (pids wrap within minutes on a busy machine): check identity first."""
-    from spark_jobs.runtime import procs
-
-    state_file = ckpt / "_statekeeper" / "supervisor.json"
-    state = json.loads(state_file.read_text()) if state_file.exists() else {}
-    info = (_holder(ckpt) if ckpt.exists() else None) or {}
-    for rec, kill in ((state, os.killpg), (info, os.kill)):
-        pid = rec.get("pid")
-        if pid and procs.identity_problem(int(pid), rec.get("start")) is None:
-            try:
-                kill(int(pid), signal.SIGKILL)
-            except ProcessLookupError:
-                pass  # ended meanwhile
 
 
 def test_supervisor_restarts_a_killed_driver_and_never_starts_a_second(airflow_home, tmp_path):
@@ -87,13 +48,13 @@ def test_supervisor_restarts_a_killed_driver_and_never_starts_a_second(airflow_h
     )
     try:
         runner.start()
-        first = _wait(
-            "the first driver's progress", lambda: _progress_lines(ckpt) > 0 and _holder(ckpt), 150
+        first = wait_for(
+            "the first driver's progress", lambda: progress_lines(ckpt) > 0 and holder(ckpt), 150
         )
         os.kill(int(first["pid"]), signal.SIGKILL)  # the Python driver holding the lock dies
-        second = _wait(
+        second = wait_for(
             "a relaunched driver",
-            lambda: (h := _holder(ckpt)) and h.get("pid") != first["pid"] and h,
+            lambda: (h := holder(ckpt)) and h.get("pid") != first["pid"] and h,
             150,
         )
         # While it runs, a second writer on the same checkpoint is refused by the runner.
@@ -113,7 +74,7 @@ def test_supervisor_restarts_a_killed_driver_and_never_starts_a_second(airflow_h
         assert len(ret["launched"]) == 2
         assert [e["what"] for e in ret["events"]] == ["launched", "dead", "launched"]
         assert ret["health"]["verdict"] in ("healthy", "starting")
-        assert _holder(ckpt)["pid"] == second["pid"]  # still running after the task ended
+        assert holder(ckpt)["pid"] == second["pid"]  # still running after the task ended
 
         # A new supervisor run (a retry, the next schedule) attaches; then `stop` ends the driver.
         again, stopped = run_dags(
@@ -130,12 +91,12 @@ def test_supervisor_restarts_a_killed_driver_and_never_starts_a_second(airflow_h
         assert again["returns"]["supervise"]["events"][0]["what"] == "attached"
         assert again["returns"]["supervise"]["events"][0]["pid"] == second["pid"]
         assert stopped["state"] == "success", stopped
-        assert _holder(ckpt) is None
+        assert holder(ckpt) is None
         launches = json.loads((ckpt / "_statekeeper" / "supervisor.json").read_text())["launches"]
         assert launches == 2
     finally:
-        _cleanup(ckpt)
+        cleanup(ckpt)
         # A failed assertion leaves the supervisor's DAG run going in its thread, and it would
         # relaunch the driver just killed: let it end (its watch is bounded), then clean again.
         runner.join(timeout=300)
-        _cleanup(ckpt)
+        cleanup(ckpt)
