@@ -1,15 +1,19 @@
 """``python -m bench.scale_out --events N --keys K``: ``run sessions`` on a two-worker standalone
 cluster vs ``local[2]``, same machine, same input, whole process (spark-submit to exit).
 
-Both sides are the very command the DAGs submit (``spark-submit ... spark_jobs/__main__.py run
-sessions --trigger available-now``), each on its own output and checkpoint; only ``--master``
-differs. Rounds alternate (local, cluster, local, ...) so a change in the machine's load hits
-both. Prints one JSON line per run and a summary line.
+Both sides are the command the DAGs submit (``statekeeper.spark_submit``: ``spark-submit --master
+M ... spark_jobs/__main__.py run sessions --trigger available-now``, plus ``--driver-memory``),
+each on its own output and checkpoint; only ``--master`` differs. Rounds alternate (local,
+cluster, local, ...) so a change in the machine's load hits both. Prints one JSON line per run
+(with the 1-minute load average at its end and, on the cluster, the executors each worker ran)
+and a summary line with the medians and whether every run wrote the same table. The cluster is
+stopped and a temporary work folder removed however the run ends.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -22,58 +26,124 @@ from pathlib import Path
 from typing import Any
 
 from scripts import cluster as clustermod
-from spark_jobs.contract import paths
+from spark_jobs.contract.env import cli_env
 from spark_jobs.generate import generate
 
+JOB = "sessions"
 
-def submit_command(master: str, work: Path, side: str, driver_memory: str) -> list[str]:
+
+def submit_command(master: str, work: Path, side: str, name: str, env: dict[str, str]) -> list[str]:
+    """The DAGs' spark-submit line (one builder: ``SparkTarget.command``) for ``side``'s run."""
     from spark_jobs.runtime.jars import jar_paths
     from statekeeper.package import spark_jobs_zip
+    from statekeeper.spark_submit import SparkTarget, application
 
-    root = paths.project_root()
-    return [
-        str(Path(sys.executable).parent / "spark-submit"),
-        "--master", master,
-        "--name", f"bench-sessions-{side}",
-        "--driver-memory", driver_memory,
-        "--jars", ",".join(jar_paths()),
-        "--py-files", spark_jobs_zip(),
-        str(root / "spark_jobs" / "__main__.py"),
-        "run", "sessions", "--trigger", "available-now",
-        "--input", str(work / "landing"),
-        "--output", str(work / side / "out"),
-        "--checkpoint", str(work / side / "ckpt"),
-    ]  # fmt: skip
+    args = ["run", JOB, "--trigger", "available-now", "--input", str(work / "landing" / "clickstream"),
+            "--output", str(work / "tables" / side), "--checkpoint", str(work / "checkpoints" / side)]  # fmt: skip
+    return SparkTarget(master).command(
+        application(), args, name=name, py_files=spark_jobs_zip(),
+        jars=",".join(jar_paths()), path=env["PATH"],
+    )  # fmt: skip
 
 
-def run_once(master: str, work: Path, side: str, driver_memory: str) -> dict[str, Any]:
-    shutil.rmtree(work / side, ignore_errors=True)
-    env = dict(
-        os.environ,
-        PYSPARK_PYTHON=sys.executable,
-        PYSPARK_DRIVER_PYTHON=sys.executable,
-        STATEKEEPER_CHECKPOINT_ROOTS=str(work),  # the run's checkpoint lives under the work dir
+def table_digest(table: Path) -> tuple[int, str]:
+    """Rows and a digest of the Delta table's content, independent of file and row order."""
+    from deltalake import DeltaTable
+
+    rows = sorted(
+        repr(sorted(r.items())) for r in DeltaTable(str(table)).to_pyarrow_table().to_pylist()
     )
+    h = hashlib.sha256()
+    for row in rows:
+        h.update(row.encode())
+    return len(rows), h.hexdigest()[:16]
+
+
+def run_once(
+    master: str, work: Path, side: str, name: str, driver_memory: str, timeout: float
+) -> dict[str, Any]:
+    for folder in ("tables", "checkpoints"):
+        shutil.rmtree(work / folder / side, ignore_errors=True)
+    env = cli_env({"STATEKEEPER_DATA": str(work)})  # the roots: <work>/landing, tables, ...
+    cmd = submit_command(master, work, side, name, env)
+    cmd[1:1] = ["--driver-memory", driver_memory]
+    log = work / "logs" / f"{name}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    proc = subprocess.run(
-        submit_command(master, work, side, driver_memory),
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=3600,
-        cwd=str(paths.project_root()),
-    )
+    with open(log, "w") as out:
+        proc = subprocess.run(
+            cmd, env=env, stdout=subprocess.PIPE, stderr=out, text=True, timeout=timeout,
+            cwd=env["STATEKEEPER_HOME"],
+        )  # fmt: skip
     seconds = time.perf_counter() - started
     if proc.returncode != 0:
-        tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
-        raise SystemExit(f"statekeeper: {side} run failed (exit {proc.returncode}): {tail}")
+        lines = log.read_text(errors="replace").strip().splitlines() or ["?"]
+        reason = next((ln for ln in reversed(lines) if "statekeeper:" in ln), lines[-1])
+        raise RuntimeError(f"{side} run failed (exit {proc.returncode}): {reason.strip()}")
     summary = json.loads([ln for ln in proc.stdout.splitlines() if ln.startswith("{")][-1])
+    rows, digest = table_digest(work / "tables" / side)
     return {
         "side": side,
+        "master": master,
         "seconds": round(seconds, 1),
         "input_rows": summary["input_rows"],
         "rows_written": summary["rows_written"],
         "batches": summary["batches"],
+        "table_rows": rows,
+        "table_digest": digest,
+        "load_1m": round(os.getloadavg()[0], 1),
+    }
+
+
+def executors_per_worker(c: clustermod.Cluster, name: str, wait: float = 30.0) -> list[int]:
+    """How many executors of the application ``name`` each worker ran. The master files the
+    application under completed a moment after spark-submit exits: wait for that (bounded)."""
+    deadline = time.time() + wait
+    while True:
+        status = c.master_json()
+        ids = {a["id"] for a in status["completedapps"] + status["activeapps"] if a["name"] == name}
+        counts = []
+        for ui in c.worker_webuis:
+            w = clustermod.fetch_json(f"{ui}/json/")
+            ex = w.get("executors", []) + w.get("finishedexecutors", [])
+            counts.append(sum(1 for e in ex if e.get("appid") in ids))
+        if all(counts) or time.time() > deadline:
+            return counts
+        time.sleep(1)
+
+
+def measure(a: argparse.Namespace, work: Path) -> dict[str, Any]:
+    landing = work / "landing" / "clickstream"
+    if not landing.is_dir():
+        generate("clickstream", str(landing), a.events, keys=a.keys, seed=1)
+    c = clustermod.start(work / "cluster", workers=2, cores=1, memory=a.worker_memory)
+    results: list[dict[str, Any]] = []
+    try:
+        for i in range(1, a.rounds + 1):
+            for side, master in (("local", "local[2]"), ("cluster", c.url)):
+                name = f"bench-{JOB}-{side}-{i}"
+                r = run_once(master, work, side, name, a.driver_memory, a.timeout)
+                if side == "cluster":
+                    r["executors_per_worker"] = executors_per_worker(c, name)
+                results.append({"round": i, **r})
+                print(json.dumps(results[-1]), flush=True)
+    finally:
+        clustermod.stop(work / "cluster")
+    med = {
+        s: statistics.median(r["seconds"] for r in results if r["side"] == s)
+        for s in ("local", "cluster")
+    }
+    return {
+        "events": a.events,
+        "keys": a.keys,
+        "rounds": a.rounds,
+        "local_2_seconds": med["local"],
+        "cluster_2x1_seconds": med["cluster"],
+        "cluster_over_local": round(med["cluster"] / med["local"], 2),
+        "same_table": len({(r["table_rows"], r["table_digest"]) for r in results}) == 1,
+        "rows_written": sorted({r["rows_written"] for r in results}),
+        "load_1m": [r["load_1m"] for r in results],
+        "cpus": os.cpu_count(),
     }
 
 
@@ -82,47 +152,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--keys", type=int, default=100_000)
     ap.add_argument("--rounds", type=int, default=1)
-    ap.add_argument("--worker-memory", default="2g")
-    ap.add_argument("--driver-memory", default="2g")
-    ap.add_argument("--work", type=Path, default=None, help="default: a temporary folder")
+    ap.add_argument("--worker-memory", default="2g", help="each worker's budget for its executor")
+    ap.add_argument("--driver-memory", default="2g", help="both sides (local[2]: all the work)")
+    ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per run")
+    ap.add_argument(
+        "--work", type=Path, default=None,
+        help="keep input (reused when present), tables and logs here; default: a temporary "
+        "folder, removed at the end",
+    )  # fmt: skip
     a = ap.parse_args(argv)
-    work = a.work or Path(tempfile.mkdtemp(prefix="scale-out-"))
-    landing = work / "landing"
-    if not landing.is_dir():
-        generate("clickstream", str(landing), a.events, keys=a.keys, seed=1)
-    c = clustermod.start(work / "cluster", workers=2, cores=1, memory=a.worker_memory)
-    results: list[dict[str, Any]] = []
+    work = (a.work or Path(tempfile.mkdtemp(prefix="scale-out-"))).resolve()
     try:
-        for _ in range(a.rounds):
-            for side, master in (("local", "local[2]"), ("cluster", c.url)):
-                r = run_once(master, work, side, a.driver_memory)
-                r["load_1m"] = round(os.getloadavg()[0], 1)
-                results.append(r)
-                print(json.dumps(r), flush=True)
-        apps = c.master_json()["completedapps"]
-        cores = {a["name"]: a["cores"] for a in apps}
+        print(json.dumps(measure(a, work)), flush=True)
+    except (RuntimeError, TimeoutError, OSError, subprocess.TimeoutExpired) as exc:
+        kept = f" (logs: {work / 'logs'})" if a.work else ""
+        print(f"statekeeper: scale-out benchmark failed: {exc}{kept}", file=sys.stderr)
+        return 1
     finally:
-        clustermod.stop(work / "cluster")
-    med = {
-        s: statistics.median(r["seconds"] for r in results if r["side"] == s)
-        for s in ("local", "cluster")
-    }
-    same = len({(r["input_rows"], r["rows_written"]) for r in results}) == 1
-    print(
-        json.dumps(
-            {
-                "events": a.events,
-                "keys": a.keys,
-                "rounds": a.rounds,
-                "local_2_seconds": med["local"],
-                "cluster_2x1_seconds": med["cluster"],
-                "cluster_over_local": round(med["cluster"] / med["local"], 2),
-                "same_rows_written": same,
-                "cluster_app_cores": cores,
-                "cpus": os.cpu_count(),
-            }
-        )  # fmt: skip
-    )
+        if a.work is None:
+            shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
