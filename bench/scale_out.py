@@ -32,7 +32,7 @@ from spark_jobs.generate import generate
 JOB = "sessions"
 
 
-def submit_command(master: str, work: Path, side: str, name: str, env: dict[str, str]) -> list[str]:
+def submit_command(master: str, work: Path, side: str, env: dict[str, str]) -> list[str]:
     """The DAGs' spark-submit line (one builder: ``SparkTarget.command``) for ``side``'s run."""
     from spark_jobs.runtime.jars import jar_paths
     from statekeeper.package import spark_jobs_zip
@@ -41,7 +41,7 @@ def submit_command(master: str, work: Path, side: str, name: str, env: dict[str,
     args = ["run", JOB, "--trigger", "available-now", "--input", str(work / "landing" / "clickstream"),
             "--output", str(work / "tables" / side), "--checkpoint", str(work / "checkpoints" / side)]  # fmt: skip
     return SparkTarget(master).command(
-        application(), args, name=name, py_files=spark_jobs_zip(),
+        application(), args, name=f"statekeeper-{JOB}", py_files=spark_jobs_zip(),
         jars=",".join(jar_paths()), path=env["PATH"],
     )  # fmt: skip
 
@@ -60,14 +60,14 @@ def table_digest(table: Path) -> tuple[int, str]:
 
 
 def run_once(
-    master: str, work: Path, side: str, name: str, driver_memory: str, timeout: float
+    master: str, work: Path, side: str, label: str, driver_memory: str, timeout: float
 ) -> dict[str, Any]:
     for folder in ("tables", "checkpoints"):
         shutil.rmtree(work / folder / side, ignore_errors=True)
     env = cli_env({"STATEKEEPER_DATA": str(work)})  # the roots: <work>/landing, tables, ...
-    cmd = submit_command(master, work, side, name, env)
+    cmd = submit_command(master, work, side, env)
     cmd[1:1] = ["--driver-memory", driver_memory]
-    log = work / "logs" / f"{name}.log"
+    log = work / "logs" / f"{label}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     with open(log, "w") as out:
@@ -95,13 +95,19 @@ def run_once(
     }
 
 
-def executors_per_worker(c: clustermod.Cluster, name: str, wait: float = 30.0) -> list[int]:
-    """How many executors of the application ``name`` each worker ran. The master files the
-    application under completed a moment after spark-submit exits: wait for that (bounded)."""
+def app_ids(c: clustermod.Cluster) -> set[str]:
+    """Every application the master knows, running or completed."""
+    status = c.master_json()
+    return {str(a["id"]) for a in status["activeapps"] + status["completedapps"]}
+
+
+def executors_per_worker(c: clustermod.Cluster, before: set[str], wait: float = 30.0) -> list[int]:
+    """How many executors each worker ran for the applications that are new since ``before`` (the
+    job names its application ``statekeeper-JOB`` in every run). The master
+    files an application a moment after spark-submit exits: wait for that (bounded)."""
     deadline = time.time() + wait
     while True:
-        status = c.master_json()
-        ids = {a["id"] for a in status["completedapps"] + status["activeapps"] if a["name"] == name}
+        ids = app_ids(c) - before
         counts = []
         for ui in c.worker_webuis:
             w = clustermod.fetch_json(f"{ui}/json/")
@@ -121,10 +127,10 @@ def measure(a: argparse.Namespace, work: Path) -> dict[str, Any]:
     try:
         for i in range(1, a.rounds + 1):
             for side, master in (("local", "local[2]"), ("cluster", c.url)):
-                name = f"bench-{JOB}-{side}-{i}"
-                r = run_once(master, work, side, name, a.driver_memory, a.timeout)
+                before = app_ids(c)
+                r = run_once(master, work, side, f"{side}-{i}", a.driver_memory, a.timeout)
                 if side == "cluster":
-                    r["executors_per_worker"] = executors_per_worker(c, name)
+                    r["executors_per_worker"] = executors_per_worker(c, before)
                 results.append({"round": i, **r})
                 print(json.dumps(results[-1]), flush=True)
     finally:
