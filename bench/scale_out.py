@@ -102,9 +102,9 @@ def app_ids(c: clustermod.Cluster) -> set[str]:
 
 
 def executors_per_worker(c: clustermod.Cluster, before: set[str], wait: float = 30.0) -> list[int]:
-    """How many executors each worker ran for the applications that are new since ``before`` (the
-    job names its application ``statekeeper-JOB`` in every run). The master
-    files an application a moment after spark-submit exits: wait for that (bounded)."""
+    """How many executors each worker ran for the applications new since ``before`` (every run's
+    application is named ``statekeeper-JOB``). The master files an application a moment after
+    spark-submit exits: wait for that (bounded)."""
     deadline = time.time() + wait
     while True:
         ids = app_ids(c) - before
