@@ -366,10 +366,10 @@ def read_layout(
         {s.op for s in lay.stores.values()}
         | {p.split("/")[1] for p in dirs if p.startswith("state/")}
     ):
-        rel = operator_metadata_file(op, files)
-        if rel is not None:
+        op_meta = operator_metadata_file(op, files)
+        if op_meta is not None:
             try:
-                _v, meta, _rest = parse_log_file(text(rel))
+                _v, meta, _rest = parse_log_file(text(op_meta))
                 lay.operators[op] = meta
             except (OSError, UnicodeDecodeError, ValueError):
                 lay.operators[op] = {}
