@@ -8,7 +8,8 @@ What Spark 4.2 writes (checked against real queries, both state store providers)
                                   next offset to read per partition, i.e. processed up to here)
     commits/N                     v1 / {"nextBatchWatermarkMs": ...}
     sources/<i>/N[.compact]       the file source's log of files seen
-    state/<op>/_metadata/metadata operator name and state store partitions
+    state/<op>/_metadata/metadata operator name and state store partitions (v1; transformWithState
+                                  writes v2 instead: _metadata/v2/<batch>, one per batch that changed it)
     state/<op>/<part>/[<store>/]  HDFS-backed: V.delta, V.snapshot; RocksDB: V.changelog, V.zip, SSTs/*.sst
     .<name>.<uuid>.tmp            a write Spark started and never finished (a leftover)
     _statekeeper/                 Statekeeper's own files (progress, lock, job.json, quarantine query)
@@ -365,16 +366,28 @@ def read_layout(
         {s.op for s in lay.stores.values()}
         | {p.split("/")[1] for p in dirs if p.startswith("state/")}
     ):
-        rel = f"state/{op}/_metadata/metadata"
-        if rel in files:
+        op_meta = operator_metadata_file(op, files)
+        if op_meta is not None:
             try:
-                _v, meta, _rest = parse_log_file(text(rel))
+                _v, meta, _rest = parse_log_file(text(op_meta))
                 lay.operators[op] = meta
             except (OSError, UnicodeDecodeError, ValueError):
                 lay.operators[op] = {}
         else:
             lay.operators.setdefault(op, {})
     return lay
+
+
+def operator_metadata_file(op: str, files: dict[str, Any]) -> str | None:
+    """Where operator ``op``'s name and stores are: ``_metadata/metadata`` (v1, written once),
+    else the newest ``_metadata/v2/<batch>`` (transformWithState writes only v2, one file per
+    batch that changed it, a repartition's included)."""
+    v1 = f"state/{op}/_metadata/metadata"
+    if v1 in files:
+        return v1
+    prefix = f"state/{op}/_metadata/v2/"
+    batches = [int(n) for p in files if p.startswith(prefix) and (n := p[len(prefix) :]).isdigit()]
+    return f"{prefix}{max(batches)}" if batches else None
 
 
 def _add_state_folder(lay: Layout, parts: list[str], entries: dict[str, FileInfo]) -> None:

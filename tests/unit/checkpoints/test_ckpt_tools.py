@@ -13,6 +13,7 @@ from spark_jobs.checkpoints import roots
 from spark_jobs.checkpoints.inspect import inspect_checkpoint, render
 from spark_jobs.checkpoints.layout import StoreFiles, read_layout
 from spark_jobs.checkpoints.manifests import list_snapshots
+from spark_jobs.checkpoints.repartition import plan
 from spark_jobs.checkpoints.restore import restore
 from spark_jobs.checkpoints.rollback import rollback
 from spark_jobs.checkpoints.roots import Target
@@ -74,6 +75,24 @@ def test_inspect_and_validate_synthetic(tmp_path, store):
     # version 241 is whole, so batch 240 (version 241) is the oldest a rollback can reach
     assert info["recovery_window"]["oldest_restorable_batch"] == 240
     assert "recoverable  back to batch 240" in render(info)
+
+
+def test_transform_with_state_operators_are_named_from_their_v2_metadata(tmp_path):
+    """transformWithState writes its operator metadata only as ``_metadata/v2/<batch>``, one file
+    per batch that changed it: the newest names the operator, for inspect and for repartition's
+    plan (which refused service_health as "operator 0 is None" while only v1 was read)."""
+    ck = make_checkpoint(tmp_path / "ck" / "job", batches=12)
+    meta = ck / "state/0/_metadata"
+    (meta / "metadata").unlink()
+    (meta / "v2").mkdir()
+    for batch, info in ((2, {"operatorId": 0}), (10, {"operatorId": 0, "operatorName": "transformWithStateInPandasExec"})):  # fmt: skip
+        (meta / "v2" / str(batch)).write_text("v2\n" + json.dumps({"operatorInfo": info}))
+        (meta / "v2" / f".{batch}.crc").write_bytes(b"crc")
+    info = inspect_checkpoint(str(ck))
+    assert [op["name"] for op in info["operators"]] == ["transformWithStateInPandasExec"]
+    assert "operator 0   transformWithStateInPandasExec [rocksdb] 4 partitions" in render(info)
+    p = plan(Target(str(ck), str(tmp_path / "snaps"), "job"), 8)
+    assert (p["from"], p["to"], p["operators"]) == (4, 8, ["transformWithStateInPandasExec"])
 
 
 def test_validate_exit_codes_through_the_cli(tmp_path, capsys):
