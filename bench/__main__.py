@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     p = dict(SMOKE if args.smoke else FULL)
     if args.events:
-        p["events"] = p["parse_events"] = p["e2e_events"] = args.events
+        p["events"] = p["parse_events"] = p["e2e_events"] = p["batch_events"] = args.events
     if args.keys:
         p["key_sweep"] = [int(k) for k in args.keys.split(",")]
         p["e2e_keys"] = p["key_sweep"][-1]
