@@ -7,12 +7,12 @@ version's checksum file: on two cores that job was most of a small batch's write
 2.4 s for the same append without the txn options, measured side by side under load).
 
 The rebuilt state belongs to the snapshot object, and Delta hands a write that same object as long
-as the table has no newer commit. :func:`warm` rebuilds it in a background thread, started when a
-batch reaches the sink, so it runs while the batch's own stateful job runs; the write that follows
-finds it done (or waits for the same computation, which Delta guards). Nothing about the write
+as the table has no newer commit. :func:`warm` rebuilds it in a background thread, started after
+each write, so it runs between batches; the next write finds it done (or waits for the same
+computation, which Delta guards). It is not started when a batch begins: in a fresh process that
+rebuild competed with the first batch's Python start-up and slowed runs that write nothing. Nothing about the write
 changes: same check, same snapshot, same commit. A table that moved on in between (another writer)
-simply gets a new snapshot, checked by Delta as before. Each table version is rebuilt once, so
-batches that write nothing cost nothing after the first.
+simply gets a new snapshot, checked by Delta as before. Each table version is rebuilt once.
 
 Internal Delta API (``DeltaLog.forTable``, ``update``, ``transactions``): any failure only means
 the write pays for the check itself, as it did before.

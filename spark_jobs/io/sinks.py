@@ -110,8 +110,6 @@ def make_batch_writer(
             else []
         )
         output_exists = delta_log.exists(output)
-        if output_exists:  # Delta's exactly-once check, rebuilt while the batch computes
-            delta_txns.warm(batch.sparkSession, output)
         # Computed once: the stateful operators run in the one pass that fills the cache.
         batch.persist()
         try:
@@ -129,6 +127,7 @@ def make_batch_writer(
                 rows = batch.where(~is_bad & ~is_metric).select(*data_columns)
                 _write(rows, output, app_id, batch_id, upsert_keys, upsert_update)
                 # the new version's check, rebuilt between batches rather than in the next write
+                # (not at a batch's start: in a fresh process that slowed runs writing nothing)
                 delta_txns.warm(batch.sparkSession, output)
             if counts["_metrics"] or has_keys:
                 if batch_id != held["batch"]:  # the same batch again starts where it started
