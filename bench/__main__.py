@@ -11,7 +11,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-BENCHES = ("throughput", "executors", "catchup", "stores", "parse", "e2e")
+from bench import batch_costs
+
+BENCHES = ("throughput", "executors", "catchup", "stores", "parse", "e2e", "batches")
 HELPERS = {
     "checkpoints": "bench.bench_checkpoints",
     "quality": "bench.bench_quality",
@@ -25,6 +27,7 @@ FULL: dict[str, Any] = {  # int, or list[int] for key_sweep
     "catchup_events": 10_000_000, "catchup_keys": 100_000, "catchup_calls": 10, "catchup_files_per_batch": 2,
     "store_events": 1_000_000, "store_keys": 100_000, "store_files": 10,
     "parse_events": 1_000_000, "e2e_events": 1_000_000, "e2e_keys": 100_000,
+    "batch_events": 20_000,
 }  # fmt: skip
 SMOKE: dict[str, Any] = {
     "events": 20_000, "key_sweep": [2_000],
@@ -32,6 +35,7 @@ SMOKE: dict[str, Any] = {
     "catchup_events": 40_000, "catchup_keys": 2_000, "catchup_calls": 2, "catchup_files_per_batch": 1,
     "store_events": 10_000, "store_keys": 1_000, "store_files": 3,
     "parse_events": 20_000, "e2e_events": 20_000, "e2e_keys": 2_000,
+    "batch_events": 20_000,
 }  # fmt: skip
 
 
@@ -81,6 +85,8 @@ def table(results: dict[str, Any]) -> str:
             f"({r['run_events_per_s']:,} ev/s), built-in {r['builtin_seconds']} s ({r['builtin_events_per_s']:,} ev/s), "
             f"vs built-in {r['ratio_vs_builtin']:.2f}x"
         )
+    if "batches" in results:
+        lines += batch_costs.table(results["batches"])
     for s in results.get("stores", []):
         lines.append(
             f"store {s['store']:<18} batch {s['batch_ms_median']} ms, commit {s['commit_ms_median']} ms, checkpoint {s['checkpoint_bytes_per_batch']:,} B/batch"
@@ -125,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     p = dict(SMOKE if args.smoke else FULL)
     if args.events:
-        p["events"] = p["parse_events"] = p["e2e_events"] = args.events
+        p["events"] = p["parse_events"] = p["e2e_events"] = p["batch_events"] = args.events
     if args.keys:
         p["key_sweep"] = [int(k) for k in args.keys.split(",")]
         p["e2e_keys"] = p["key_sweep"][-1]
@@ -141,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.perf_counter()
     # the helpers start their own processes: no session when only they run
-    spark = build_session("statekeeper-bench") if set(wanted) & set(BENCHES) else None
+    in_session = set(BENCHES) - {"e2e", "batches"}  # those two time whole processes
+    spark = build_session("statekeeper-bench") if set(wanted) & in_session else None
     try:
         if "throughput" in wanted:
             print("1. throughput against Spark's built-in aggregations", flush=True)
@@ -192,6 +199,9 @@ def main(argv: list[str] | None = None) -> int:
             work, p["e2e_events"], p["e2e_keys"], args.rounds or (1 if args.smoke else 2),
             tuple(args.e2e_jobs.split(",")),
         )  # fmt: skip
+    if "batches" in wanted and not (args.smoke and not args.only):
+        print("7. where a micro-batch's time goes (sessions, three arrivals)", flush=True)
+        results["batches"] = batch_costs.measure(work, p["batch_events"])
     for name, module in HELPERS.items():
         if name not in wanted or args.skip_helpers:
             continue

@@ -20,7 +20,7 @@ from typing import Any
 
 from spark_jobs.contract import delta as delta_log  # not delta-spark's ``delta``
 from spark_jobs.contract import paths
-from spark_jobs.io import key_metrics
+from spark_jobs.io import delta_txns, key_metrics
 from spark_jobs.runtime import progress
 
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
@@ -109,6 +109,7 @@ def make_batch_writer(
             if has_keys
             else []
         )
+        output_exists = delta_log.exists(output)
         # Computed once: the stateful operators run in the one pass that fills the cache.
         batch.persist()
         try:
@@ -122,9 +123,12 @@ def make_batch_writer(
             if counts["_bad"] or not delta_log.exists(quarantine):
                 bad = batch.where(is_bad).select(f"{QUARANTINE_COL}.*")
                 _write(bad, quarantine, app_id, batch_id, None)
-            if counts["_out"] or not delta_log.exists(output):
+            if counts["_out"] or not output_exists:
                 rows = batch.where(~is_bad & ~is_metric).select(*data_columns)
                 _write(rows, output, app_id, batch_id, upsert_keys, upsert_update)
+                # the new version's check, rebuilt between batches rather than in the next write
+                # (not at a batch's start: in a fresh process that slowed runs writing nothing)
+                delta_txns.warm(batch.sparkSession, output)
             if counts["_metrics"] or has_keys:
                 if batch_id != held["batch"]:  # the same batch again starts where it started
                     held["batch"], held["base"] = batch_id, held["total"]

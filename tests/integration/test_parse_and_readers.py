@@ -9,7 +9,7 @@ import pytest
 from jobkit import at, job_spec, parquet_timestamp_types, write_lines
 
 from spark_jobs.generate import generate
-from spark_jobs.io import key_metrics, sinks
+from spark_jobs.io import delta_txns, key_metrics, sinks
 from spark_jobs.jobs.runner import run_job
 from spark_jobs.runtime import progress
 
@@ -121,3 +121,30 @@ def test_batch_writer_splits_rows_and_hands_key_metrics_to_the_progress_log(spar
     assert progress.pop_keys("job", 0) == {
         "total": 17, "updated": 3, "removed": 1, "expired": 1, "emitted": 2
     }  # fmt: skip
+
+
+def test_batch_writer_rebuilds_the_exactly_once_check_off_the_write(spark, tmp_path):
+    """After a write, the next batch's write finds Delta's txn check already rebuilt: its jobs are
+    the count and the file write only (Delta's snapshot rebuild would be a third); a replayed
+    batch is still skipped."""
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "metadata").write_text(json.dumps({"id": "5b0e7d2c-query"}) + "\n")
+    schema = (
+        f"user_id string, n bigint, {sinks.QUARANTINE_COL} struct<raw_line:string,reason:string>, "
+        f"{sinks.KEYS_COL} {key_metrics.DDL}"
+    )
+    out, quarantine = str(tmp_path / "out"), str(tmp_path / "q")
+    write = sinks.make_batch_writer(out, quarantine, str(ckpt), "job", ["user_id", "n"])
+    write(spark.createDataFrame([("u1", 1, None, None)], schema), 0)
+    delta_txns._running[out].join()  # the rebuild started after batch 0's write
+    sc = spark.sparkContext
+    sc.setJobGroup("batch-1", "batch 1")
+    try:
+        write(spark.createDataFrame([("u2", 2, None, None)], schema), 1)
+        assert len(sc.statusTracker().getJobIdsForGroup("batch-1")) == 2
+        write(spark.createDataFrame([("u2", 2, None, None)], schema), 1)  # replayed
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    got = sorted(tuple(r) for r in spark.read.format("delta").load(out).collect())
+    assert got == [("u1", 1), ("u2", 2)]

@@ -50,7 +50,8 @@ def test_late_events_are_dropped_and_counted(spark, tmp_path, job):
         for x in (tmp_path / "ckpt" / "_statekeeper" / "progress.jsonl").read_text().splitlines()
     ]
     assert (
-        sum(o["numRowsDroppedByWatermark"] for p in progress for o in p["stateOperators"])
+        # heartbeat records (a batch running over 30 s, as on a loaded machine) carry no operators
+        sum(o["numRowsDroppedByWatermark"] for p in progress for o in p.get("stateOperators", []))
         == late.late
     )
 
