@@ -28,12 +28,16 @@ _lock = threading.Lock()
 
 
 def _rebuild(spark: Any, uri: str) -> None:
+    from spark_jobs.runtime.spark_errors import STOP_ERRORS
+
     try:
         jvm = spark._jvm
         none = getattr(getattr(jvm.scala, "None$"), "MODULE$")
         log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, uri)
         log.update(False, none, none).transactions()
-    except Exception:  # noqa: BLE001 - only an optimisation: the write checks as it always did
+    # Only an optimisation: on any JVM error (a session stopping, a Delta whose internals moved:
+    # a missing class is a non-callable JavaPackage, TypeError) the write checks as it always did.
+    except (*STOP_ERRORS, TypeError, AttributeError):
         pass
 
 
