@@ -19,6 +19,10 @@ from spark_jobs.contract import paths
 from spark_jobs.contract.env import cli_env
 
 SPARK_LOCAL = json.dumps({"conn_type": "spark", "host": "local[2]"})
+# SQLite's busy timeout (Python's default is 5 s): several Airflow processes share the file (the
+# demo's two `dags test` at a time, standalone's four); a writer waits for another's transaction
+# instead of failing with "database is locked" on a loaded machine.
+SQLITE_CONNECT_ARGS = {"timeout": 120}
 
 
 def airflow_env(home: Path, data: Path | None = None, **extra: str) -> dict[str, str]:
@@ -34,6 +38,7 @@ def airflow_env(home: Path, data: Path | None = None, **extra: str) -> dict[str,
         AIRFLOW__CORE__PLUGINS_FOLDER=str(root / "plugins"),
         AIRFLOW__CORE__LOAD_EXAMPLES="False",
         AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=f"sqlite:///{home}/airflow.db",
+        AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS="scripts.local_airflow.SQLITE_CONNECT_ARGS",
         AIRFLOW_CONN_SPARK_DEFAULT=env.get("AIRFLOW_CONN_SPARK_DEFAULT", SPARK_LOCAL),
         PYTHONPATH=os.pathsep.join([str(root), str(root / "plugins")]),
     )
