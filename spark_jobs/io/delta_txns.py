@@ -30,6 +30,7 @@ _lock = threading.Lock()
 def _rebuild(spark: Any, uri: str) -> None:
     from spark_jobs.runtime.spark_errors import STOP_ERRORS
 
+    ignored: tuple[type[Exception], ...] = (*STOP_ERRORS, TypeError, AttributeError)
     try:
         jvm = spark._jvm
         none = getattr(getattr(jvm.scala, "None$"), "MODULE$")
@@ -37,7 +38,7 @@ def _rebuild(spark: Any, uri: str) -> None:
         log.update(False, none, none).transactions()
     # Only an optimisation: on any JVM error (a session stopping, a Delta whose internals moved:
     # a missing class is a non-callable JavaPackage, TypeError) the write checks as it always did.
-    except (*STOP_ERRORS, TypeError, AttributeError):
+    except ignored:
         pass
 
 
