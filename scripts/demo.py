@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -21,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from scripts.local_airflow import airflow_env, home, migrate
+from scripts.local_airflow import airflow_process, home, migrate
 from spark_jobs.contract import paths
 from spark_jobs.contract.spec import load_all
 from spark_jobs.generate import generate
@@ -60,11 +59,9 @@ def run_dag(
     started = time.time()
     log = h / f"demo-{dag_id}.log"
     with open(log, "w") as fh:
-        proc = subprocess.Popen(
-            [str(Path(sys.executable).parent / "airflow"), "dags", "test", dag_id, "-c",
-             json.dumps(conf or {})],
-            env=airflow_env(h), cwd=paths.project_root(), stdout=fh, stderr=fh,
-        )  # fmt: skip
+        proc = airflow_process(
+            h, "dags", "test", dag_id, "-c", json.dumps(conf or {}), stdout=fh, stderr=fh
+        )
         while synced is not None and not synced.is_set() and proc.poll() is None:
             if RUN_CREATED in log.read_text(errors="replace"):
                 break

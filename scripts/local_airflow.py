@@ -48,9 +48,21 @@ def airflow_env(home: Path, data: Path | None = None, **extra: str) -> dict[str,
     return env
 
 
+def _airflow_command(*args: str) -> list[str]:
+    return [str(Path(sys.executable).parent / "airflow"), *args]
+
+
 def airflow(home: Path, *args: str, **kw) -> subprocess.CompletedProcess:
-    exe = str(Path(sys.executable).parent / "airflow")
-    return subprocess.run([exe, *args], env=airflow_env(home), cwd=paths.project_root(), **kw)
+    return subprocess.run(
+        _airflow_command(*args), env=airflow_env(home), cwd=paths.project_root(), **kw
+    )
+
+
+def airflow_process(home: Path, *args: str, **kw) -> subprocess.Popen:
+    """``airflow ARGS`` on ``home``, started and not waited for."""
+    return subprocess.Popen(
+        _airflow_command(*args), env=airflow_env(home), cwd=paths.project_root(), **kw
+    )
 
 
 def home() -> Path:
