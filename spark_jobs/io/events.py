@@ -12,7 +12,6 @@ The VARIANT check runs inside a ``CASE WHEN`` branch, so good lines never pay fo
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -112,8 +111,24 @@ def _json_type(v: Column, name: str) -> Column:
     return F.substring_index(t, "(", 1)
 
 
+def _types(v: Column, kind: str) -> list[Column]:
+    """Per field of ``kind``, its JSON type in the VARIANT ``v`` (see :func:`_json_type`) and,
+    for timestamps and enums, its string value: columns ``_t_<field>`` and ``_s_<field>``.
+    Computed once each, so the reason below stays small code (see :func:`parse_lines`)."""
+    from pyspark.sql import functions as F
+
+    cols = [_json_type(v, f.name).alias(f"_t_{f.name}") for f in fields(kind)]
+    cols += [
+        F.try_variant_get(v, f"$.{f.name}", "string").alias(f"_s_{f.name}")
+        for f in fields(kind)
+        if f.type == "ts" or f.allowed
+    ]
+    return cols
+
+
 def _reason(v: Column, kind: str) -> Column:
-    """The first thing wrong with a parsed line, or NULL for a good event."""
+    """The first thing wrong with a parsed line, or NULL for a good event; reads the columns of
+    :func:`_types`."""
     from pyspark.sql import functions as F
 
     checks: list[tuple[Column, Column]] = [
@@ -121,30 +136,27 @@ def _reason(v: Column, kind: str) -> Column:
         (~F.schema_of_variant(v).startswith("OBJECT"), F.lit("not a JSON object")),
     ]
     for f in fields(kind):
-        t = _json_type(v, f.name)
-        absent = t.isNull() | (t == "VOID")
+        t = F.col(f"_t_{f.name}")
+        absent = F.coalesce(t == "VOID", F.lit(True))
         if not f.nullable:
             checks.append((absent, F.lit(f"missing field {f.name}")))
-        bad_type = ~absent & ~t.isin(*_ACCEPTS[f.type])
         checks.append(
             (
-                bad_type,
+                ~absent & ~t.isin(*_ACCEPTS[f.type]),
                 F.concat(F.lit(f"field {f.name} must be {_TYPE_WORDS[f.type]}, got "), F.lower(t)),
             )
         )
         if f.type == "ts":
-            s = F.try_variant_get(v, f"$.{f.name}", "string")
             checks.append(
                 (
-                    ~absent & ~s.rlike(ISO_TS_WITH_ZONE),
+                    ~absent & ~F.col(f"_s_{f.name}").rlike(ISO_TS_WITH_ZONE),
                     F.lit(f"field {f.name} must be an ISO-8601 timestamp with a timezone"),
                 )
             )
         if f.allowed:
-            s = F.try_variant_get(v, f"$.{f.name}", "string")
             checks.append(
                 (
-                    ~absent & ~s.isin(*f.allowed),
+                    ~absent & ~F.col(f"_s_{f.name}").isin(*f.allowed),
                     F.lit(f"field {f.name} must be one of {', '.join(f.allowed)}"),
                 )
             )
@@ -235,24 +247,11 @@ def _slow_reason(
         .when(~F.is_valid_utf8(value), F.lit("line is not valid UTF-8"))
         .otherwise(
             F.coalesce(
-                _interpreted(v, lambda x: _reason(x, kind)),
+                _reason(v, kind),
                 _time_reason(j, kind, max_future, max_future_seconds),
             )
         )
     )
-
-
-def _interpreted(c: Column, fn: Callable[[Column], Column]) -> Column:
-    """``fn(c)``, evaluated by Spark's interpreter, outside the generated code of the stage.
-
-    The VARIANT checks of every field make a large expression. Inlined into the stage's generated
-    code, they made one method too large for the JVM to compile (over 8,000 bytes of bytecode),
-    so every line, good ones too, ran through the bytecode interpreter: 5-10x slower parsing.
-    A higher-order function is not code generated in Spark 4, so ``fn`` runs here only for the
-    lines that reach it (the few not certainly good) and the hot path stays small."""
-    from pyspark.sql import functions as F
-
-    return F.transform(F.array(c), fn)[0]
 
 
 def parse_lines(
@@ -264,10 +263,15 @@ def parse_lines(
     "The clock" of ``max_future`` is ``current_timestamp()``: in a streaming query, the batch's
     timestamp kept in the offset log, so a replayed batch judges its lines the same way.
 
-    Four projections, kept apart on purpose (Spark does not merge a projection into one that
+    Five projections, kept apart on purpose (Spark does not merge a projection into one that
     uses its expensive columns more than once): the native parse; the typed fields and the
     "certainly good" flag (all whole-stage code generated); the VARIANT, computed only for the
-    lines not certainly good; the reason, read from the VARIANT only for those lines.
+    lines not certainly good; each field's JSON type in it, once; the reason, from those.
+
+    The generated code of these steps is one Java method, and the JVM does not compile a method
+    over 8,000 bytes of bytecode: it interprets it, for every line. Inlining each field's type
+    check at every use once made it 21 KB and the whole parse 5x slower;
+    ``tests/integration/test_parse_and_readers.py`` keeps every kind under the limit.
     """
     from pyspark.sql import functions as F
 
@@ -296,6 +300,7 @@ def parse_lines(
         *typed, value, "source_file", j, _certainly_good(j, value, kind, max_future).alias("_fast")
     )
     variant = checked.select("*", F.when(~fast, F.try_parse_json(value)).alias("_v"))
+    variant = variant.select("*", *_types(F.col("_v"), kind))
     reason = F.when(fast, F.lit(None)).otherwise(
         _slow_reason(j, F.col("_v"), value, kind, max_future_seconds)
     )
