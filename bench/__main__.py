@@ -13,7 +13,7 @@ from typing import Any
 
 from bench import batch_costs
 
-BENCHES = ("throughput", "executors", "catchup", "stores", "parse", "e2e", "batches")
+BENCHES = ("throughput", "executors", "catchup", "stores", "parse", "e2e", "batches", "startup")
 HELPERS = {
     "checkpoints": "bench.bench_checkpoints",
     "quality": "bench.bench_quality",
@@ -87,6 +87,13 @@ def table(results: dict[str, Any]) -> str:
         )
     if "batches" in results:
         lines += batch_costs.table(results["batches"])
+    if "startup" in results:
+        r = results["startup"]
+        lines.append(
+            f"run with nothing new: driver class archive {r['archive_seconds']} s, without "
+            f"{r['no_archive_seconds']} s: {r['ratio_no_archive_vs_archive']:.2f}x faster with it"
+            + ("" if r["archive_used"] else " (NO ARCHIVE: run `make setup`)")
+        )
     for s in results.get("stores", []):
         lines.append(
             f"store {s['store']:<18} batch {s['batch_ms_median']} ms, commit {s['commit_ms_median']} ms, checkpoint {s['checkpoint_bytes_per_batch']:,} B/batch"
@@ -147,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.perf_counter()
     # the helpers start their own processes: no session when only they run
-    in_session = set(BENCHES) - {"e2e", "batches"}  # those two time whole processes
+    in_session = set(BENCHES) - {"e2e", "batches", "startup"}  # those time whole processes
     spark = build_session("statekeeper-bench") if set(wanted) & in_session else None
     try:
         if "throughput" in wanted:
@@ -202,6 +209,9 @@ def main(argv: list[str] | None = None) -> int:
     if "batches" in wanted and not (args.smoke and not args.only):
         print("7. where a micro-batch's time goes (sessions, three arrivals)", flush=True)
         results["batches"] = batch_costs.measure(work, p["batch_events"])
+    if "startup" in wanted and not (args.smoke and not args.only):
+        print("8. a run with nothing new, with and without the driver's class archive", flush=True)
+        results["startup"] = bench_e2e.startup(work, args.rounds or 3)
     for name, module in HELPERS.items():
         if name not in wanted or args.skip_helpers:
             continue

@@ -26,10 +26,12 @@ from spark_jobs.contract import paths
 KIND = {"sessions": "clickstream", "fraud_alerts": "auth"}
 
 
-def _process(args: list[str], work: Path) -> tuple[float, str]:
+def _process(
+    args: list[str], work: Path, extra_env: dict[str, str] | None = None
+) -> tuple[float, str]:
     root = paths.project_root()
     env = {**os.environ, "PYTHONPATH": f"{root}:{root / 'plugins'}", "STATEKEEPER_HOME": str(root),
-           "STATEKEEPER_CHECKPOINT_ROOTS": str(work)}  # fmt: skip
+           "STATEKEEPER_CHECKPOINT_ROOTS": str(work), **(extra_env or {})}  # fmt: skip
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, *args], cwd=root, env=env, capture_output=True, text=True, check=False
@@ -111,3 +113,27 @@ def parse(spark: Any, work: Path, events: int, rounds: int) -> dict[str, Any]:
     o, n = statistics.median(times["ours"]), statistics.median(times["native"])
     return {"events": events, "ours_seconds": times["ours"], "native_seconds": times["native"],
             "ratio_vs_native": round(o / n, 2)}  # fmt: skip
+
+
+def startup(work: Path, rounds: int) -> dict[str, Any]:
+    """``python -m spark_jobs run sessions`` with nothing new, whole process, with the driver's
+    class archive (:mod:`spark_jobs.runtime.jvm_archive`) and without it, interleaved."""
+    from spark_jobs.runtime import jvm_archive
+
+    data = suite.dataset(work, "clickstream", 1000, 100)
+    d = work / "startup"
+    shutil.rmtree(d, ignore_errors=True)
+    args = ["-m", "spark_jobs", "run", "sessions", "--input", str(data),
+            "--output", str(d / "out"), "--checkpoint", str(d / "ckpt")]  # fmt: skip
+    _process(args, work)  # the first run takes the input; the timed ones find nothing new
+    off = {jvm_archive.OFF: "0"}
+    times: dict[str, list[float]] = {"archive": [], "no_archive": []}
+    for r in range(rounds):
+        for who in ("archive", "no_archive")[:: 1 if r % 2 == 0 else -1]:
+            wall, _ = _process(args, work, off if who == "no_archive" else None)
+            times[who].append(round(wall, 2))
+            print(f"  run with nothing new, round {r + 1}, {who}: {wall:.1f} s", flush=True)
+    a, n = statistics.median(times["archive"]), statistics.median(times["no_archive"])
+    return {"archive_seconds": times["archive"], "no_archive_seconds": times["no_archive"],
+            "archive_used": jvm_archive._intact(jvm_archive.archive_path()),
+            "ratio_no_archive_vs_archive": round(n / a, 2)}  # fmt: skip

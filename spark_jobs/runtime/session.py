@@ -59,7 +59,10 @@ def _log_options(log_file: str | None) -> str:
     """Spark's log to ``log_file`` (default: $STATEKEEPER_SPARK_LOG or /tmp), console quiet."""
     target = log_file or os.environ.get("STATEKEEPER_SPARK_LOG", "/tmp/statekeeper-spark.log")
     props = paths.project_root() / "include" / "spark" / "log4j2.properties"
-    return f"-Dlog4j2.configurationFile=file:{props} -Dstatekeeper.log.file={target}"
+    from spark_jobs.runtime import jvm_archive
+
+    archive = jvm_archive.java_options()  # the classes of a driver, mapped at start (set-up)
+    return f"-Dlog4j2.configurationFile=file:{props} -Dstatekeeper.log.file={target} {archive}"
 
 
 def build_session(

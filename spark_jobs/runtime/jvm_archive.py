@@ -1,0 +1,196 @@
+"""A class-data-sharing archive of the classes a local Spark driver loads, made once at set-up.
+
+Every ``python -m spark_jobs ...`` call, test process and benchmark that starts Spark starts a
+driver JVM, which loads and verifies some 20,000 classes (Spark, Scala, Jackson, Delta...) from
+jars before it runs a line of the job. JDK 17's dynamic CDS archive (``-XX:SharedArchiveFile``)
+keeps those classes parsed and verified in one file the JVM maps at start: the session and its
+first queries start seconds sooner (``python -m bench --only startup`` measures it).
+
+The archive is a cache, never a dependency:
+
+- its name carries a hash of what it was made with (the JVM, pyspark's jars, the cached jars),
+  so a changed JVM or jar set looks for another file, and `make setup` makes that one;
+- the JVM checks the archive itself and ignores one that does not match, silently;
+- it is used only by drivers this process launches (not under spark-submit, whose driver is
+  started by its own command line); ``STATEKEEPER_JVM_ARCHIVE=0`` turns it off.
+
+    python -m spark_jobs.runtime.jvm_archive build    # what `make setup` runs (no-op when made)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from spark_jobs.contract import paths
+
+OFF = "STATEKEEPER_JVM_ARCHIVE"
+# The training run dumps here (set by build() for its child process only).
+_DUMP_TO = "STATEKEEPER_JVM_ARCHIVE_DUMP"
+_CHECK = "STATEKEEPER_JVM_ARCHIVE_CHECK"  # the check run maps the new archive before it is kept
+# CDS reports a mismatched archive (or a class it cannot keep) as a warning on stdout; the
+# archive is optional, so those lines are noise to a user.
+_QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off -Xlog:class+path=off"
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home) / "bin" / "java") if home else shutil.which("java") or "java"
+    return os.path.realpath(java)
+
+
+def key() -> str:
+    """What the archive was made with: the JVM binary, pyspark's jars, the cached jars."""
+    import pyspark
+
+    from spark_jobs.runtime import jars
+
+    spark_jars = sorted(p.name for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar"))
+    ours = sorted(Path(p).name for p in jars.jar_paths())
+    parts = [_java(), pyspark.__version__, *spark_jars, *ours]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def archive_path() -> Path:
+    return paths.cache_dir() / "jvm" / f"driver-{key()}.jsa"
+
+
+def java_options() -> str:
+    """The driver's JVM options for the archive: dumping (the training run), using it, or none."""
+    dump, check = os.environ.get(_DUMP_TO), os.environ.get(_CHECK)
+    if dump:
+        return f"-XX:ArchiveClassesAtExit={dump} {_QUIET}"
+    if check:
+        return f"-XX:SharedArchiveFile={check} {_QUIET}"
+    if os.environ.get(OFF) == "0":
+        return ""
+    try:
+        path = archive_path()
+    except Exception:  # jars not fetched yet, no pyspark: no archive, the JVM starts as before
+        return ""
+    return f"-XX:SharedArchiveFile={path} {_QUIET}" if _intact(path) else ""
+
+
+def _size_file(archive: Path) -> Path:
+    return archive.with_suffix(".size")
+
+
+def _intact(archive: Path) -> bool:
+    """The archive is the file a checked build wrote. The JVM maps the file without comparing
+    its length to its header: a cut-off archive would crash every driver (SIGBUS), not be
+    ignored."""
+    try:
+        return archive.stat().st_size == int(_size_file(archive).read_text())
+    except (OSError, ValueError):
+        return False
+
+
+def _loads(archive: Path) -> bool:
+    """A Spark driver starts and runs a query with ``archive`` mapped."""
+    done = subprocess.run(
+        [sys.executable, "-m", "spark_jobs.runtime.jvm_archive", "check"],
+        env={**os.environ, _CHECK: str(archive)}, capture_output=True, text=True, check=False,
+        timeout=600,
+    )  # fmt: skip
+    return done.returncode == 0 and "archive ok" in done.stdout
+
+
+def _check() -> None:
+    from spark_jobs.runtime.session import build_session
+
+    spark = build_session("statekeeper-jvm-archive-check")
+    assert spark.range(10).count() == 10
+    spark.stop()
+    print("archive ok", flush=True)
+
+
+def _train() -> None:
+    """The work whose classes are archived: a session, a query, a Delta write and read, a
+    streaming query with state. Runs in a child process; its JVM dumps when it exits."""
+    import tempfile
+
+    from pyspark.sql import functions as F
+
+    from spark_jobs.runtime.session import build_session
+
+    spark = build_session("statekeeper-jvm-archive")
+    with tempfile.TemporaryDirectory() as tmp:
+        spark.range(1000).groupBy((F.col("id") % 7).alias("k")).count().collect()
+        spark.range(10).write.format("delta").save(f"{tmp}/t")
+        spark.read.format("delta").load(f"{tmp}/t").count()
+        (Path(tmp) / "in").mkdir()
+        (Path(tmp) / "in" / "a.json").write_text('{"k": "a", "t": "2026-01-01T00:00:00Z"}\n')
+        lines = spark.readStream.text(f"{tmp}/in")
+        parsed = lines.select(F.from_json("value", "k string, t timestamp").alias("j"))
+        parsed = parsed.select("j.*")
+        q = (
+            parsed.withWatermark("t", "1 minute").dropDuplicates(["k"])
+            .writeStream.option("checkpointLocation", f"{tmp}/ck")
+            .trigger(availableNow=True)
+            .foreachBatch(lambda df, _id: df.write.format("delta").mode("append").save(f"{tmp}/o"))
+            .start()
+        )  # fmt: skip
+        q.awaitTermination()
+        jvm = spark._jvm
+        assert jvm is not None  # a classic (not Connect) session
+        pid = jvm.java.lang.ProcessHandle.current().pid()
+        spark.stop()
+    print(f"jvm-pid {pid}", flush=True)
+
+
+def _wait_gone(pid: int, timeout: float) -> bool:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def build() -> Path | None:
+    """Make the archive for this JVM and jar set unless it exists; returns it, or None (with a
+    warning) if it could not be made: Spark then starts without it."""
+    final = archive_path()
+    if _intact(final):
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    for old in final.parent.glob("driver-*"):  # made for another JVM or jar set, or cut off
+        old.unlink(missing_ok=True)
+    tmp = final.with_suffix(".part")
+    tmp.unlink(missing_ok=True)
+    env = {**os.environ, _DUMP_TO: str(tmp)}
+    done = subprocess.run(
+        [sys.executable, "-m", "spark_jobs.runtime.jvm_archive", "train"],
+        env=env, capture_output=True, text=True, check=False, timeout=600,
+    )  # fmt: skip
+    pids = [int(w.split()[1]) for w in done.stdout.splitlines() if w.startswith("jvm-pid ")]
+    # The JVM writes the archive as it exits, after the Python side has returned.
+    made = done.returncode == 0 and pids and _wait_gone(pids[0], 120) and tmp.is_file()
+    if not made or not _loads(tmp):
+        why = (done.stderr.strip().splitlines() or ["no output"])[-1] if not made else "unusable"
+        print(f"warning: no JVM class archive (Spark starts without it): {why}", file=sys.stderr)
+        tmp.unlink(missing_ok=True)
+        return None
+    _size_file(final).write_text(str(tmp.stat().st_size))
+    tmp.rename(final)  # used only once whole, checked and its size recorded
+    return final
+
+
+if __name__ == "__main__":
+    command = sys.argv[1:2]
+    if command == ["train"]:
+        _train()
+    elif command == ["check"]:
+        _check()
+    elif command == ["build"]:
+        made = build()
+        print(f"JVM class archive: {made or 'none'}")
+    else:
+        sys.exit("usage: python -m spark_jobs.runtime.jvm_archive build")
