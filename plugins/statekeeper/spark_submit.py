@@ -91,6 +91,12 @@ class SparkTarget:
         if self.queue:
             cmd += ["--queue", self.queue]
         cmd += ["--deploy-mode", "client", "--py-files", py_files, "--jars", jars]
+        from spark_jobs.runtime import jvm_archive
+
+        # The driver runs here (client mode): it maps the class archive `make setup` made here.
+        archive = jvm_archive.java_options()
+        if archive:
+            cmd += ["--driver-java-options", archive]
         return [*cmd, application, *args]
 
 

@@ -39,8 +39,11 @@ def test_the_master_url_comes_from_the_connection(conn, master):
     assert SparkTarget.from_connection(conn).master == master
 
 
-def test_the_command_ships_the_package_and_jars_and_ends_with_the_run_arguments():
+def test_the_command_ships_the_package_and_jars_and_ends_with_the_run_arguments(monkeypatch):
+    from spark_jobs.runtime import jvm_archive
     from statekeeper.spark_submit import SparkTarget, application
+
+    monkeypatch.setattr(jvm_archive, "java_options", lambda: "-XX:SharedArchiveFile=/c/d.jsa")
 
     target = SparkTarget.from_connection(_conn("k8s://https://api", 6443, namespace="jobs"))
     path = str(Path(sys.executable).parent)  # the venv's bin: pyspark's spark-submit
@@ -58,8 +61,15 @@ def test_the_command_ships_the_package_and_jars_and_ends_with_the_run_arguments(
         "--deploy-mode": "client",
         "--py-files": "/z.zip",
         "--jars": "/a.jar,/b.jar",
+        "--driver-java-options": "-XX:SharedArchiveFile=/c/d.jsa",  # the driver runs here
     }
     assert cmd[-5:] == [application(), *args]
+    monkeypatch.setattr(jvm_archive, "java_options", lambda: "")  # none made: no option
+    cmd = target.command(
+        application(), args, name="statekeeper-sessions", py_files="/z.zip", jars="/a.jar,/b.jar",
+        path=path,
+    )  # fmt: skip
+    assert "--driver-java-options" not in cmd
     assert application().endswith("spark_jobs/__main__.py") and Path(application()).is_file()
 
 
