@@ -65,8 +65,8 @@ def java_options() -> str:
     dump, check = os.environ.get(_DUMP_TO), os.environ.get(_CHECK)
     if dump:
         return f"-XX:ArchiveClassesAtExit={dump} {_QUIET}"
-    if check:
-        return f"-XX:SharedArchiveFile={check} {_QUIET}"
+    if check:  # a crash here is the check failing: its report goes beside the candidate
+        return f"-XX:SharedArchiveFile={check} -XX:ErrorFile={check}.hs_err_%p.log {_QUIET}"
     if os.environ.get(OFF) == "0":
         return ""
     try:
@@ -176,7 +176,8 @@ def build() -> Path | None:
     if not made or not _loads(tmp):
         why = (done.stderr.strip().splitlines() or ["no output"])[-1] if not made else "unusable"
         print(f"warning: no JVM class archive (Spark starts without it): {why}", file=sys.stderr)
-        tmp.unlink(missing_ok=True)
+        for leftover in final.parent.glob(f"{tmp.name}*"):
+            leftover.unlink(missing_ok=True)
         return None
     _size_file(final).write_text(str(tmp.stat().st_size))
     tmp.rename(final)  # used only once whole, checked and its size recorded
