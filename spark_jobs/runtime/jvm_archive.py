@@ -93,54 +93,11 @@ def _intact(archive: Path) -> bool:
 def _loads(archive: Path) -> bool:
     """A Spark driver starts and runs a query with ``archive`` mapped."""
     done = subprocess.run(
-        [sys.executable, "-m", "spark_jobs.runtime.jvm_archive", "check"],
+        [sys.executable, "-m", "spark_jobs.runtime.jvm_archive_drivers", "check"],
         env={**os.environ, _CHECK: str(archive)}, capture_output=True, text=True, check=False,
         timeout=600,
     )  # fmt: skip
     return done.returncode == 0 and "archive ok" in done.stdout
-
-
-def _check() -> None:
-    from spark_jobs.runtime.session import build_session
-
-    spark = build_session("statekeeper-jvm-archive-check")
-    assert spark.range(10).count() == 10
-    spark.stop()
-    print("archive ok", flush=True)
-
-
-def _train() -> None:
-    """The work whose classes are archived: a session, a query, a Delta write and read, a
-    streaming query with state. Runs in a child process; its JVM dumps when it exits."""
-    import tempfile
-
-    from pyspark.sql import functions as F
-
-    from spark_jobs.runtime.session import build_session
-
-    spark = build_session("statekeeper-jvm-archive")
-    with tempfile.TemporaryDirectory() as tmp:
-        spark.range(1000).groupBy((F.col("id") % 7).alias("k")).count().collect()
-        spark.range(10).write.format("delta").save(f"{tmp}/t")
-        spark.read.format("delta").load(f"{tmp}/t").count()
-        (Path(tmp) / "in").mkdir()
-        (Path(tmp) / "in" / "a.json").write_text('{"k": "a", "t": "2026-01-01T00:00:00Z"}\n')
-        lines = spark.readStream.text(f"{tmp}/in")
-        parsed = lines.select(F.from_json("value", "k string, t timestamp").alias("j"))
-        parsed = parsed.select("j.*")
-        q = (
-            parsed.withWatermark("t", "1 minute").dropDuplicates(["k"])
-            .writeStream.option("checkpointLocation", f"{tmp}/ck")
-            .trigger(availableNow=True)
-            .foreachBatch(lambda df, _id: df.write.format("delta").mode("append").save(f"{tmp}/o"))
-            .start()
-        )  # fmt: skip
-        q.awaitTermination()
-        jvm = spark._jvm
-        assert jvm is not None  # a classic (not Connect) session
-        pid = jvm.java.lang.ProcessHandle.current().pid()
-        spark.stop()
-    print(f"jvm-pid {pid}", flush=True)
 
 
 def _wait_gone(pid: int, timeout: float) -> bool:
@@ -167,7 +124,7 @@ def build() -> Path | None:
     tmp.unlink(missing_ok=True)
     env = {**os.environ, _DUMP_TO: str(tmp)}
     done = subprocess.run(
-        [sys.executable, "-m", "spark_jobs.runtime.jvm_archive", "train"],
+        [sys.executable, "-m", "spark_jobs.runtime.jvm_archive_drivers", "train"],
         env=env, capture_output=True, text=True, check=False, timeout=600,
     )  # fmt: skip
     pids = [int(w.split()[1]) for w in done.stdout.splitlines() if w.startswith("jvm-pid ")]
@@ -185,13 +142,7 @@ def build() -> Path | None:
 
 
 if __name__ == "__main__":
-    command = sys.argv[1:2]
-    if command == ["train"]:
-        _train()
-    elif command == ["check"]:
-        _check()
-    elif command == ["build"]:
-        made = build()
-        print(f"JVM class archive: {made or 'none'}")
-    else:
+    if sys.argv[1:2] != ["build"]:
         sys.exit("usage: python -m spark_jobs.runtime.jvm_archive build")
+    made = build()
+    print(f"JVM class archive: {made or 'none'}")
