@@ -246,10 +246,7 @@ def _slow_reason(
         )
         .when(~F.is_valid_utf8(value), F.lit("line is not valid UTF-8"))
         .otherwise(
-            F.coalesce(
-                _reason(v, kind),
-                _time_reason(j, kind, max_future, max_future_seconds),
-            )
+            F.coalesce(_reason(v, kind), _time_reason(j, kind, max_future, max_future_seconds))
         )
     )
 
