@@ -90,14 +90,23 @@ def _intact(archive: Path) -> bool:
         return False
 
 
+def _driver(command: str, env: dict[str, str]) -> tuple[int, str, str]:
+    """Run one of :mod:`spark_jobs.runtime.jvm_archive_drivers` in a child process: (exit code,
+    stdout, stderr); a child that hangs counts as failed, so set-up goes on without an archive."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "spark_jobs.runtime.jvm_archive_drivers", command],
+            env={**os.environ, **env}, capture_output=True, text=True, check=False, timeout=600,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return 1, "", f"the {command} driver did not finish in 600 s"
+    return done.returncode, done.stdout, done.stderr
+
+
 def _loads(archive: Path) -> bool:
     """A Spark driver starts and runs a query with ``archive`` mapped."""
-    done = subprocess.run(
-        [sys.executable, "-m", "spark_jobs.runtime.jvm_archive_drivers", "check"],
-        env={**os.environ, _CHECK: str(archive)}, capture_output=True, text=True, check=False,
-        timeout=600,
-    )  # fmt: skip
-    return done.returncode == 0 and "archive ok" in done.stdout
+    code, out, _ = _driver("check", {_CHECK: str(archive)})
+    return code == 0 and "archive ok" in out
 
 
 def _wait_gone(pid: int, timeout: float) -> bool:
@@ -122,16 +131,12 @@ def build() -> Path | None:
         old.unlink(missing_ok=True)
     tmp = final.with_suffix(".part")
     tmp.unlink(missing_ok=True)
-    env = {**os.environ, _DUMP_TO: str(tmp)}
-    done = subprocess.run(
-        [sys.executable, "-m", "spark_jobs.runtime.jvm_archive_drivers", "train"],
-        env=env, capture_output=True, text=True, check=False, timeout=600,
-    )  # fmt: skip
-    pids = [int(w.split()[1]) for w in done.stdout.splitlines() if w.startswith("jvm-pid ")]
+    code, out, err = _driver("train", {_DUMP_TO: str(tmp)})
+    pids = [int(w.split()[1]) for w in out.splitlines() if w.startswith("jvm-pid ")]
     # The JVM writes the archive as it exits, after the Python side has returned.
-    made = done.returncode == 0 and pids and _wait_gone(pids[0], 120) and tmp.is_file()
+    made = code == 0 and pids and _wait_gone(pids[0], 120) and tmp.is_file()
     if not made or not _loads(tmp):
-        why = (done.stderr.strip().splitlines() or ["no output"])[-1] if not made else "unusable"
+        why = (err.strip().splitlines() or ["no output"])[-1] if not made else "unusable"
         print(f"warning: no JVM class archive (Spark starts without it): {why}", file=sys.stderr)
         for leftover in final.parent.glob(f"{tmp.name}*"):
             leftover.unlink(missing_ok=True)
