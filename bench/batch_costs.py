@@ -28,9 +28,6 @@ from __future__ import annotations
 import json
 import random
 import shutil
-import subprocess
-import sys
-import time
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -157,26 +154,17 @@ def _ran_state_store(tasks: list[dict[str, Any]]) -> bool:
 
 
 def _run(work: Path, data: Path, log_dir: Path) -> tuple[float, Path]:
-    root = paths.project_root()
+    from bench.bench_e2e import _process
+
     log_dir.mkdir(parents=True, exist_ok=True)
     before = set(log_dir.iterdir())
     confs = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(log_dir),
              "spark.eventLog.compress": "false", "spark.eventLog.rolling.enabled": "false"}  # fmt: skip
-    args = [sys.executable, "-m", "spark_jobs", "run", "sessions", "--input", str(data),
+    args = ["-m", "spark_jobs", "run", "sessions", "--input", str(data),
             "--output", str(work / "out"), "--checkpoint", str(work / "ckpt")]  # fmt: skip
     for k, v in confs.items():
         args += ["--conf", f"{k}={v}"]
-    env = {"PYTHONPATH": f"{root}:{root / 'plugins'}", "STATEKEEPER_HOME": str(root),
-           "STATEKEEPER_CHECKPOINT_ROOTS": str(work)}  # fmt: skip
-    import os
-
-    started = time.perf_counter()
-    done = subprocess.run(
-        args, cwd=root, env={**os.environ, **env}, capture_output=True, text=True, check=False
-    )
-    wall = time.perf_counter() - started
-    if done.returncode != 0:
-        raise RuntimeError(f"sessions run failed: {done.stderr.strip()[-600:]}")
+    wall, _ = _process(args, work)
     (new,) = set(log_dir.iterdir()) - before
     return wall, new
 
