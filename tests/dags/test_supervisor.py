@@ -73,7 +73,11 @@ def test_supervisor_restarts_a_killed_driver_and_never_starts_a_second(airflow_h
         assert ret["restarts"] == 1
         assert len(ret["launched"]) == 2
         assert [e["what"] for e in ret["events"]] == ["launched", "dead", "launched"]
-        assert ret["health"]["verdict"] in ("healthy", "starting")
+        # alive: processing, or caught up and waiting (the 200 lines take seconds, the watch
+        # 2.5 min); or still starting
+        from statekeeper.health import ALIVE_VERDICTS
+
+        assert ret["health"]["verdict"] in (*ALIVE_VERDICTS, "starting")
         assert holder(ckpt)["pid"] == second["pid"]  # still running after the task ended
 
         # A new supervisor run (a retry, the next schedule) attaches; then `stop` ends the driver.
