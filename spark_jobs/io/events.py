@@ -255,7 +255,8 @@ def parse_lines(
     lines: DataFrame, kind: str, max_future_seconds: float = DEFAULT_MAX_FUTURE_SECONDS
 ) -> DataFrame:
     """``lines`` (``value``, ``source_file``) -> the typed fields plus ``_reason``, ``_raw``,
-    ``_source_file``. Blank lines carry no event and are skipped.
+    ``_source_file`` (the last two set for bad lines only). Blank lines carry no event and are
+    skipped.
 
     "The clock" of ``max_future`` is ``current_timestamp()``: in a streaming query, the batch's
     timestamp kept in the offset log, so a replayed batch judges its lines the same way.
@@ -304,25 +305,56 @@ def parse_lines(
     raw = F.when(F.octet_length(value) > MAX_LINE_BYTES, F.left(value, F.lit(RAW_KEPT))).otherwise(
         value
     )
-    return variant.select(
+    judged = variant.select(*names, reason.cast("string").alias("_reason"), value, "source_file")
+    # The line and its file only for bad lines: good ones cross the shuffle (:func:`shared`)
+    # without them.
+    bad = F.col("_reason").isNotNull()
+    return judged.select(
         *names,
-        reason.cast("string").alias("_reason"),
-        F.make_valid_utf8(raw).alias("_raw"),
-        F.col("source_file").alias("_source_file"),
+        "_reason",
+        F.when(bad, F.make_valid_utf8(raw)).alias("_raw"),
+        F.when(bad, F.col("source_file")).alias("_source_file"),
     )
+
+
+def shared(parsed: DataFrame, partitions: int, keys: list[Column] | None = None) -> DataFrame:
+    """``parsed`` hash-partitioned on ``keys`` (default: every event field) into ``partitions``:
+    the one shuffle that both :func:`good_events` and :func:`bad_records` read, so each line is
+    scanned and parsed once per batch (Spark's ReuseExchange serves the second reader).
+
+    ``keys`` are what the job's stateful operator groups the kind's events by, and
+    ``partitions`` its state's partitions: the operator then finds its input already
+    distributed and adds no shuffle of its own (a mismatch only costs a second shuffle)."""
+    from pyspark.sql import functions as F
+
+    names = [c for c in parsed.columns if not c.startswith("_")]
+    return parsed.repartition(partitions, *(keys or [F.col(n) for n in names]))
+
+
+def _side(parsed: DataFrame, cond: Column) -> DataFrame:
+    """The rows of ``parsed`` meeting ``cond``, kept *above* the shuffle of :func:`shared`.
+
+    A plain filter, and the columns each side reads, would be pushed below the shuffle by the
+    optimizer, giving two different shuffles and so two scans and parses. One nondeterministic
+    condition naming every column can be neither pushed down nor pruned: both sides read the
+    very same shuffle. (Its ``otherwise`` is never evaluated: partition ids are >= 0.)"""
+    from pyspark.sql import functions as F
+
+    every = F.hash(*[F.col(c) for c in parsed.columns]) == 0
+    return parsed.where(F.when(F.spark_partition_id() >= 0, cond).otherwise(every))
 
 
 def good_events(parsed: DataFrame, kind: str) -> DataFrame:
     from pyspark.sql import functions as F
 
-    return parsed.where(F.col("_reason").isNull()).select(*[f.name for f in fields(kind)])
+    return _side(parsed, F.col("_reason").isNull()).select(*[f.name for f in fields(kind)])
 
 
 def bad_records(parsed: DataFrame, job: str, kind: str) -> DataFrame:
     """Bad lines as quarantine rows: raw line, reason, source file, time quarantined."""
     from pyspark.sql import functions as F
 
-    return parsed.where(F.col("_reason").isNotNull()).select(
+    return _side(parsed, F.col("_reason").isNotNull()).select(
         F.col("_raw").alias("raw_line"),
         F.col("_reason").alias("reason"),
         F.col("_source_file").alias("source_file"),

@@ -27,9 +27,6 @@ TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 QUARANTINE_COL = "_quarantine"
 KEYS_COL = key_metrics.COLUMN
-# The output branch and the quarantine branch of the combined plan each scan every source once:
-# Spark's progress sums both scans' rows, so its input counts are divided by this.
-SCANS_PER_SOURCE = 2
 
 
 def combine(out: Any, bad: Any) -> Any:

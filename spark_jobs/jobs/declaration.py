@@ -60,6 +60,17 @@ class JobParams(BaseModel):
             raise UserError(f"job spec {spec.path or spec.name}: params.{name} {why}") from None
 
 
+def grouped_by(columns: Mapping[str, str]) -> Callable[[Any], dict[str, list[Any]]]:
+    """``JobDef.shuffle_keys`` of a job whose operator groups each kind's events by one column."""
+
+    def keys(spec: Any) -> dict[str, list[Any]]:
+        from pyspark.sql import functions as F
+
+        return {kind: [F.col(c)] for kind, c in columns.items()}
+
+    return keys
+
+
 @dataclass(frozen=True)
 class JobDef:
     """Everything about one job but its spec (paths, watermark, trigger: ``include/jobs``)."""
@@ -84,6 +95,10 @@ class JobDef:
     state_format: str | None = None
     # spec -> the time mode Spark pins in the checkpoint (transformWithState), bound likewise.
     time_mode: Callable[[Any], str] | None = None
+    # spec -> {kind: the columns its stateful operator groups that kind's events by}: the runner
+    # partitions the parsed lines on them (spark_jobs.io.events.shared), so the operator adds no
+    # shuffle of its own. A wrong or missing one costs a second shuffle, never a wrong row.
+    shuffle_keys: Callable[[Any], Mapping[str, list[Any]]] | None = None
 
     def __post_init__(self) -> None:
         cols = set(self.columns)

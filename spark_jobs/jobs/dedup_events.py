@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from spark_jobs.contract.durations import spark_interval
-from spark_jobs.jobs.declaration import JobDef
+from spark_jobs.jobs.declaration import JobDef, grouped_by
 
 
 def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
@@ -27,4 +27,5 @@ JOB = JobDef(
     keys=("event_id",),
     time_column="event_time",
     build=build,
+    shuffle_keys=grouped_by({"clickstream": "event_id"}),
 )

@@ -128,6 +128,7 @@ JOB = JobDef(
     keys=("user_id", "alert_time"),
     time_column="alert_time",
     build=build,
+    shuffle_keys=keyed.shuffle_keys("auth", "user_id", Params),
     params=Params,
     state_schema=STATE_SCHEMA,
     state_format="ordered-v1",  # state written before ordered mode is refused, not misread

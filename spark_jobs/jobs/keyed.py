@@ -43,14 +43,34 @@ class BatchedParams(JobParams):
     buckets: PositiveInt = 256  # keys are hashed into this many state rows
 
 
+def bucket_column(key: str, buckets: int) -> Any:
+    """The bucket of ``key`` (not aliased): what the executor groups by, and so what the runner
+    partitions the parsed lines on (:func:`shuffle_keys`)."""
+    from pyspark.sql import functions as F
+
+    return F.pmod(F.xxhash64(F.col(key)), F.lit(buckets)).cast("int")
+
+
+def shuffle_keys(kind: str, key: str, params: type[BatchedParams]) -> Any:
+    """A keyed job's ``JobDef.shuffle_keys``: its ``kind`` events grouped by ``key``, or by the
+    key's bucket on the batched executor."""
+
+    def keys(spec: Any) -> dict[str, list[Any]]:
+        from pyspark.sql import functions as F
+
+        if spec.executor == "batched":
+            return {kind: [bucket_column(key, params.of(spec).buckets)]}
+        return {kind: [F.col(key)]}
+
+    return keys
+
+
 def bucketed(
     stream: Any, key: str, input_columns: list[Any], buckets: int, func: Any, schema: str
 ) -> Any:
     """``stream`` grouped by the hash bucket of ``key`` into ``buckets``, ``func`` applied per
     bucket; ``schema`` is the job's output DDL (the metric column is added here)."""
-    from pyspark.sql import functions as F
-
-    bucket = F.pmod(F.xxhash64(F.col(key)), F.lit(buckets)).cast("int").alias(BUCKET)
+    bucket = bucket_column(key, buckets).alias(BUCKET)
     output = key_metrics.output_schema(schema)
     return (
         stream.select(bucket, *input_columns)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from spark_jobs.contract.durations import spark_interval
-from spark_jobs.jobs.declaration import Duration, JobDef, JobParams
+from spark_jobs.jobs.declaration import Duration, JobDef, JobParams, grouped_by
 
 
 class Params(JobParams):
@@ -56,5 +56,6 @@ JOB = JobDef(
     keys=("order_id",),
     time_column="order_time",
     build=build,
+    shuffle_keys=grouped_by({"orders": "order_id", "payments": "order_id"}),
     params=Params,
 )

@@ -1,8 +1,10 @@
 """Run one job: check, lock, build, start its one streaming query, wait, summarise.
 
-Each landing line is read and parsed once per batch: the query's rows are the job's output
-unioned with the bad records, and its ``foreachBatch`` writes each kind to its own Delta table,
-both exactly once (:mod:`spark_jobs.io.sinks`).
+Each landing line is read and parsed once per batch: the parsed lines are shuffled once, on what
+the job's stateful operator groups by (:func:`spark_jobs.io.events.shared`), and both the job
+and the bad records read that shuffle. The query's rows are the job's output unioned with the
+bad records, and its ``foreachBatch`` writes each kind to its own Delta table, both exactly once
+(:mod:`spark_jobs.io.sinks`).
 
 SIGTERM is a graceful stop: the run lets the running micro-batches finish, stops its queries
 between batches, writes its summary and exits 0 (a second SIGTERM or a SIGKILL still ends it at
@@ -112,6 +114,28 @@ def failure(spec: JobSpec, exc: BaseException) -> JobFailed:
     return JobFailed(lost or f"job {spec.name} failed: {spark_errors.reason(exc)}")
 
 
+def build_stream(spark: Any, spec: JobSpec) -> Any:
+    """The query's rows: the job's output unioned with the bad records of every input.
+
+    Each source is scanned and parsed once per batch: the job and the bad records both read the
+    parsed lines' one shuffle (:func:`spark_jobs.io.events.shared`)."""
+    job = definition(spec.name)
+    good: dict[str, Any] = {}
+    bad = None
+    keys = job.shuffle_keys(spec) if job.shuffle_keys else {}
+    for kind in spec.kinds:
+        lines = sources.read_lines(spark, spec, kind)
+        parsed = ev.shared(
+            ev.parse_lines(lines, kind, spec.max_future_seconds),
+            spec.shuffle_partitions,
+            keys.get(kind),
+        )
+        good[kind] = ev.good_events(parsed, kind)
+        b = ev.bad_records(parsed, spec.name, kind)
+        bad = b if bad is None else bad.unionByName(b)
+    return sinks.combine(job.build(spark, spec, good), bad)
+
+
 def run_job(
     spec: JobSpec,
     conf: dict[str, str] | None = None,
@@ -147,22 +171,15 @@ def run_job(
         # Version at start, read from the log's file names: the summary reads only new commits.
         before = {uri: delta.version(uri) for uri in (spec.output, spec.quarantine)}
         targets = {qname: spec.checkpoint}
-        listener = progress.make_listener(spec.name, targets, scans=sinks.SCANS_PER_SOURCE)
+        listener = progress.make_listener(spec.name, targets)
         spark.streams.addListener(listener)
         queries: list[Any] = []
         stop_signal: list[int] = []
         try:
-            good: dict[str, Any] = {}
-            bad = None
-            for kind in spec.kinds:
-                parsed = ev.parse_lines(
-                    sources.read_lines(spark, spec, kind), kind, spec.max_future_seconds
-                )
-                good[kind] = ev.good_events(parsed, kind)
-                b = ev.bad_records(parsed, spec.name, kind)
-                bad = b if bad is None else bad.unionByName(b)
-            out = job.build(spark, spec, good)
-            data_columns = [c for c in out.columns if c != sinks.KEYS_COL]
+            out = build_stream(spark, spec)
+            data_columns = [
+                c for c in out.columns if c not in (sinks.KEYS_COL, sinks.QUARANTINE_COL)
+            ]
             upsert = job.sink == "upsert"
             writer = sinks.make_batch_writer(
                 spec.output,
@@ -175,7 +192,7 @@ def run_job(
             )
             queries.append(
                 sinks.start(
-                    sinks.combine(out, bad),
+                    out,
                     spec.checkpoint,
                     qname,
                     _trigger(spec),

@@ -19,7 +19,7 @@ from spark_jobs.contract import delta, paths
 from spark_jobs.contract.durations import spark_interval
 from spark_jobs.contract.errors import UserError
 from spark_jobs.io import key_metrics
-from spark_jobs.jobs.declaration import Duration, JobDef, JobParams
+from spark_jobs.jobs.declaration import Duration, JobDef, JobParams, grouped_by
 
 SCHEMA = "service string, status string, alert_time timestamp, last_seen timestamp"
 # transformWithState's state variables: the service's health, and the logs held until the
@@ -173,6 +173,7 @@ JOB = JobDef(
     keys=("service", "alert_time", "status"),
     time_column="last_seen",
     build=build,
+    shuffle_keys=grouped_by({"service-logs": "service"}),
     params=Params,
     state_schema=STATE,
     state_format="ordered-v1",  # state written before ordered mode is refused, not misread

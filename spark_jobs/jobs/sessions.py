@@ -175,6 +175,7 @@ JOB = JobDef(
     keys=("session_id",),
     time_column="session_end",
     build=build,
+    shuffle_keys=keyed.shuffle_keys("clickstream", "user_id", Params),
     params=Params,
     state_schema=STATE_SCHEMA,
 )

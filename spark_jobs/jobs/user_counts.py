@@ -13,7 +13,7 @@ from typing import Any
 from spark_jobs.contract.durations import spark_interval
 from spark_jobs.io import key_metrics
 from spark_jobs.io.tables import column_names
-from spark_jobs.jobs.declaration import JobDef
+from spark_jobs.jobs.declaration import JobDef, grouped_by
 
 SCHEMA = "user_id string, total_events bigint, purchases bigint, last_event_time timestamp"
 COLUMNS = column_names(SCHEMA)
@@ -68,6 +68,7 @@ JOB = JobDef(
     keys=("user_id",),
     time_column="last_event_time",
     build=build,
+    shuffle_keys=grouped_by({"clickstream": "user_id"}),
     sink="upsert",
     additive={"total_events": "sum", "purchases": "sum", "last_event_time": "max"},
     state_schema=STATE_SCHEMA,

@@ -157,21 +157,12 @@ def iter_progress(checkpoint: str) -> Iterator[dict[str, Any]]:
                 continue  # a line cut by a kill mid-write; the next batch writes a whole one
 
 
-def _per_line(progress: dict[str, Any], scans: int) -> None:
-    """Input counts per line read, when the plan scans each source ``scans`` times (Spark sums
-    the rows of every scan of a source)."""
-    for rec in [progress, *(progress.get("sources") or [])]:
-        for k in ("numInputRows", "inputRowsPerSecond", "processedRowsPerSecond"):
-            v = rec.get(k)
-            if isinstance(v, int | float) and not isinstance(v, bool):
-                rec[k] = v // scans if isinstance(v, int) else v / scans
-
-
-def make_listener(job: str, targets: dict[str, str], scans: int = 1):  # -> StreamingQueryListener
+def make_listener(job: str, targets: dict[str, str]):  # -> StreamingQueryListener
     """A listener writing each progress of the named queries to its progress file.
 
-    ``targets`` maps a query name to the checkpoint whose progress log it writes; ``scans`` is how
-    many times the query's plan scans each source (its input counts are divided by it).
+    ``targets`` maps a query name to the checkpoint whose progress log it writes. Each source is
+    scanned once per batch (the runner's plan reads its one shuffle twice, not the source), so
+    Spark's input counts are lines read as they are.
     """
     from pyspark.sql.streaming import StreamingQueryListener
 
@@ -187,8 +178,6 @@ def make_listener(job: str, targets: dict[str, str], scans: int = 1):  # -> Stre
             checkpoint = targets.get(progress.get("name") or "")
             if checkpoint is None:
                 return
-            if scans > 1:
-                _per_line(progress, scans)
             progress["statekeeper"] = {"job": job, "logged_at": time.time()}
             keys = pop_keys(progress.get("name") or "", int(progress.get("batchId", -1)))
             if keys is not None:

@@ -33,22 +33,6 @@ def test_a_bad_byte_in_the_progress_log_spoils_one_line_only(tmp_path):
     assert [r["batchId"] for r in progress.read_progress(str(tmp_path))] == [0, 1, 2]
 
 
-def test_input_counts_are_per_line_when_the_plan_scans_each_source_twice(tmp_path):
-    listener = progress.make_listener("job", {"job": str(tmp_path)}, scans=2)
-
-    class Progress:
-        json = json.dumps({"name": "job", "batchId": 0, "numInputRows": 240,
-                           "sources": [{"numInputRows": 240, "inputRowsPerSecond": 8.0}]})  # fmt: skip
-
-    class Event:
-        progress = Progress()
-
-    listener.onQueryProgress(Event())
-    (record,) = progress.read_progress(str(tmp_path))
-    assert record["numInputRows"] == record["sources"][0]["numInputRows"] == 120
-    assert record["sources"][0]["inputRowsPerSecond"] == 4.0
-
-
 def test_inspect_and_the_health_verdict_report_user_keys_not_buckets(tmp_path):
     """CONTRACTS §4: the newest batch's ``keys`` reach ``checkpoint inspect`` and the verdict the
     supervisor acts on, beside Spark's state rows (256 buckets here, 1,000 users)."""
