@@ -448,7 +448,9 @@ def _validate(
         )
     )
     if engine == "pandas":
-        df = sl.df
+        from spark_jobs.quality.local import hashable_arrays
+
+        df = hashable_arrays(sl.df)
     else:
         from pyspark import StorageLevel
 
