@@ -1,4 +1,4 @@
-"""``python -m bench [--smoke] [--only NAME]``: run the benchmarks, print the tables, write JSON."""
+"""``python -m bench [--smoke] [--only NAME ...]``: run the benchmarks, print the tables, write JSON."""
 
 from __future__ import annotations
 
@@ -105,7 +105,12 @@ def table(results: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--smoke", action="store_true", help="a tiny, fast version (CI)")
-    parser.add_argument("--only", choices=[*BENCHES, *HELPERS], help="run one benchmark")
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=[*BENCHES, *HELPERS],
+        help="run this benchmark only (repeat it for several, e.g. --only e2e --only parse)",
+    )
     parser.add_argument(
         "--skip-helpers", action="store_true", help="skip bench_checkpoints/quality"
     )
@@ -143,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.keys:
         p["key_sweep"] = [int(k) for k in args.keys.split(",")]
         p["e2e_keys"] = p["key_sweep"][-1]
-    wanted = [args.only] if args.only else [*BENCHES, *HELPERS]
+    wanted = args.only or [*BENCHES, *HELPERS]
     results: dict[str, Any] = {
         "smoke": args.smoke,
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -221,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         except ModuleNotFoundError:
             continue
         helper_args = ["--smoke"] if args.smoke else []
-        results[name] = {"exit_code": helper.main(helper_args)}
+        got = helper.main(helper_args)
+        results[name] = got if isinstance(got, dict) else {"exit_code": got}
     results["seconds"] = round(time.perf_counter() - started, 1)
     print(table(results), flush=True)
     out = root / "bench" / "results" / ("smoke.json" if args.smoke else "latest.json")

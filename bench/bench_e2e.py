@@ -32,6 +32,8 @@ PARTITIONS = 4  # a job spec's default shuffle partitions
 def _process(
     args: list[str], work: Path, extra_env: dict[str, str] | None = None
 ) -> tuple[float, str]:
+    """``python ARGS`` as a user starts it, from the project root: (wall seconds, its stdout).
+    A non-zero exit raises, with the end of its stderr."""
     root = paths.project_root()
     env = {**os.environ, "PYTHONPATH": f"{root}:{root / 'plugins'}", "STATEKEEPER_HOME": str(root),
            "STATEKEEPER_CHECKPOINT_ROOTS": str(work), **(extra_env or {})}  # fmt: skip
@@ -42,7 +44,7 @@ def _process(
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(args[:4])} failed: {done.stderr.strip()[-600:]}")
-    return wall, done.stdout.strip().splitlines()[-1]
+    return wall, done.stdout
 
 
 def e2e(
@@ -67,7 +69,8 @@ def e2e(
                             "--output", out, "--checkpoint", ckpt]  # fmt: skip
                 else:
                     args = ["-m", "bench.builtin_pipeline", job, str(data), out, ckpt]
-                wall, last = _process(args, work)
+                wall, stdout = _process(args, work)
+                last = stdout.strip().splitlines()[-1]  # run's one-line summary
                 times[who].append(round(wall, 2))
                 rows[who] = json.loads(last).get("input_rows")
                 print(f"  {job} round {r + 1} {who}: {wall:.1f} s", flush=True)
