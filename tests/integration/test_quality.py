@@ -229,6 +229,33 @@ def test_incremental_reads_only_new_versions_and_full_rereads_all(spark, tmp_pat
     assert (out / "_quality" / "gx").is_dir()
 
 
+def test_data_docs_keep_the_last_runs_and_the_results_table_keeps_all(spark, tmp_path, monkeypatch):
+    """Each run used to read every stored GX result to build the Data Docs index (+1.4 s per
+    1,000 earlier runs) and left its files for ever: now the last DOCS_RUNS runs are kept."""
+    from spark_jobs.quality import runner
+
+    monkeypatch.setattr(runner, "DOCS_RUNS", 2)
+    job = "sessions"
+    spec = spec_for(job, tmp_path)
+    out = tmp_path / job
+    log_progress(tmp_path / "ck", read=50, watermark=minutes(60))
+    runs = []
+    for v in range(3):
+        write(spark, job, out, [clean_row(job, 10 * v + i) for i in range(3)])
+        runs.append(run_quality(spec, spark=spark).run_id)
+    gx_results = (out / "_quality" / "gx").rglob(f"{job}/*/*/*.json")
+    pages = (out / "_quality" / "docs" / "validations").rglob(f"{job}/*/*/*.html")
+    # results and pages of the last two runs only, and no empty folder of the first left behind
+    assert sorted(p.parent.parent.name for p in gx_results) == sorted(runs[1:])
+    assert sorted(p.parent.parent.name for p in pages) == sorted(runs[1:])
+    for root in (out / "_quality" / "gx", out / "_quality" / "docs"):
+        assert not [d for d in root.rglob(f"{runs[0]}*")], root
+    index = (out / "_quality" / "docs" / "index.html").read_text()
+    assert runs[0] not in index and runs[2] in index
+    table = spark.read.format("delta").load(str(out / "_quality" / "results"))
+    assert {r.run_id for r in table.select("run_id").distinct().collect()} == set(runs)
+
+
 def test_stale_data_volume_spike_and_quarantine_spike(spark, tmp_path):
     job = "windowed_counts"
     spec = spec_for(job, tmp_path)
