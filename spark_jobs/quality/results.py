@@ -7,6 +7,7 @@ trailing runs' row counts for the volume check are read back from it.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import statistics
 from dataclasses import asdict, dataclass
@@ -14,6 +15,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from spark_jobs.contract import delta, paths
+
+log = logging.getLogger(__name__)
 
 QUALITY_DIR = "_quality"
 RESULTS_TABLE = "results"
@@ -24,6 +27,9 @@ RESULTS_SCHEMA = (
     "unexpected_count bigint, element_count bigint, rows bigint, details string"
 )
 STATUSES = ("pass", "warn", "fail")
+# Each run appends one small file and every run reads the table whole (History): past this many
+# files they are merged into one. Unmerged, 1,000 runs made that read 1.2-2.0 s; merged, 0.05 s.
+COMPACT_AT_FILES = 32
 
 
 def quality_dir(output: str) -> str:
@@ -183,4 +189,24 @@ def append(output: str, rows: list[ResultRow]) -> str:
     # run_time is naive local time (as Spark collects timestamps); Delta stores UTC instants.
     data["run_time"] = [t.astimezone(UTC) for t in data["run_time"]]
     write_deltalake(uri, pa.Table.from_pydict(data, schema=schema), mode="append")
+    _compact(uri)
     return uri
+
+
+def _compact(uri: str) -> None:
+    """Merge the results table's files once there are more than ``COMPACT_AT_FILES``, and delete
+    the files merged away longer ago than the table's retention (7 days: a reader still on an older
+    version keeps its files). The merge's ``add`` actions carry ``dataChange=false``, so "the newest
+    run's rows" (the health page) stay the newest data commit's file."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import CommitFailedError
+
+    dt = DeltaTable(uri)
+    if len(dt.file_uris()) <= COMPACT_AT_FILES:
+        return
+    try:
+        dt.optimize.compact()
+    except CommitFailedError as exc:  # a concurrent run changed the table first: a later run merges
+        log.warning("quality results %s: files not merged this time (%s)", uri, exc)
+        return
+    dt.vacuum(dry_run=False)
