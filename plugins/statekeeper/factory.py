@@ -1,4 +1,5 @@
-"""DAG builders: each DAG file in ``dags/`` is one call of one of these, from the job specs.
+"""DAG builders: the DAG files in ``dags/`` call these, one DAG per job spec where a file builds
+the DAGs of every job (``dags/catchup.py``, ``dags/supervise.py``).
 
 Parse-time work is reading YAML specs: no connection, Variable, pyspark or pandas.
 """
@@ -9,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow.sdk import DAG, Asset, Param
+from airflow.sdk.exceptions import AirflowFailException
 
 from statekeeper.backfill import BackfillPlanOperator
 from statekeeper.operators import (
@@ -316,4 +318,58 @@ def quality_dag(doc_md: str | None = None) -> DAG:
                 ],
                 skip_reason=_jinja(f"'' if '{spec.name}' in params.jobs else 'not in params.jobs'"),
             )  # fmt: skip
+    return dag
+
+
+def per_job_dags(
+    prefix: str,
+    build: Any,
+    doc_template: str,
+    modes: tuple[str, ...] = ("catch-up", "continuous"),
+    notes: dict[str, str] | None = None,
+) -> dict[str, DAG]:
+    """``<prefix>_<job>`` for every job spec whose mode is in ``modes``: ``build(job, doc_md=...)``
+    with ``{job}`` filled in the template (plus ``notes[mode]``). A spec that does not load, or
+    whose DAG cannot be built, becomes a DAG that says why (:func:`broken_spec_dag`): one bad
+    spec must not make the whole file fail to import, which would hide every other job's DAG."""
+    from spark_jobs.contract.spec import list_jobs, load_spec
+
+    dags = {}
+    for job in list_jobs():
+        dag_id = f"{prefix}_{job}"
+        try:
+            mode = load_spec(job).mode
+            if mode not in modes:
+                continue
+            doc = (doc_template + (notes or {}).get(mode, "")).replace("{job}", job)
+            dags[dag_id] = build(job, doc_md=doc)
+        except Exception as exc:  # any reason a DAG cannot be built is shown on its page
+            reason = f"{exc}; {exc.__cause__}" if exc.__cause__ else str(exc)
+            dags[dag_id] = broken_spec_dag(dag_id, " ".join(reason.split())[:500])
+    return dags
+
+
+def _refuse(reason: str) -> None:
+    raise AirflowFailException(reason)
+
+
+def broken_spec_dag(dag_id: str, reason: str) -> DAG:
+    """Stands in for a DAG whose job spec does not load: the reason is on the DAG's page and in
+    its one task's log, instead of the whole generated file failing to import (which would hide
+    every other job's DAG)."""
+    from airflow.providers.standard.operators.python import PythonOperator
+
+    with DAG(
+        dag_id=dag_id,
+        description=f"Not built: {reason}"[:200],
+        doc_md=f"### `{dag_id}` cannot be built\n\nfrom its job spec:\n\n> {reason}\n\n"
+        "Fix the spec (`include/jobs/JOB.yaml`, or `$STATEKEEPER_SPECS`); the DAG is built "
+        "again on the next parse. Running this DAG fails with the same reason.",
+        schedule=None,
+        start_date=START,
+        catchup=False,
+        default_args=default_args("statekeeper", retries=0),
+        tags=["statekeeper", "broken-spec"],
+    ) as dag:
+        PythonOperator(task_id="spec_error", python_callable=_refuse, op_args=[reason])
     return dag

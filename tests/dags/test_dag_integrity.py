@@ -51,12 +51,10 @@ print("PARSED " + json.dumps(out))
 """
 
 
-@pytest.fixture(scope="module")
-def parsed(tmp_path_factory) -> dict:
-    home = tmp_path_factory.mktemp("airflow_home")
+def _parse(home, **env: str) -> dict:
     proc = subprocess.run(
         [sys.executable, "-c", PARSE, str(ROOT / "dags")],
-        env=airflow_env(home, AIRFLOW_CONN_SPARK_DEFAULT=""),
+        env=airflow_env(home, AIRFLOW_CONN_SPARK_DEFAULT="", **env),
         capture_output=True,
         text=True,
         timeout=300,
@@ -67,13 +65,22 @@ def parsed(tmp_path_factory) -> dict:
     return json.loads(line[len("PARSED ") :])
 
 
+@pytest.fixture(scope="module")
+def parsed(tmp_path_factory) -> dict:
+    return _parse(tmp_path_factory.mktemp("airflow_home"))
+
+
 def test_every_dag_file_imports_without_errors(parsed):
     files = parsed["files"]
-    assert len(files) >= 11
+    assert len(files) >= 5
     errors = {f: v["errors"] for f, v in files.items() if v["errors"]}
     assert not errors
     for name, info in files.items():
-        assert info["dag_ids"] == [name[:-3]], f"{name}: one DAG per file, named after its dag_id"
+        stem = name[:-3]
+        # A file is one DAG named after it, or the DAGs `<file>_<job>` it builds from the specs.
+        alone = info["dag_ids"] == [stem]
+        per_job = info["dag_ids"] and all(d.startswith(f"{stem}_") for d in info["dag_ids"])
+        assert alone or per_job, f"{name}: DAGs {info['dag_ids']} not named after the file"
 
 
 def test_no_lookups_and_no_heavy_imports_at_parse_time(parsed):
@@ -119,3 +126,29 @@ def test_every_dag_explains_itself(parsed):
         ]
     assert dags["catchup_sessions"]["schedule"] == "@hourly"
     assert dags["catchup_service_health"]["schedule"] == "None"  # continuous: supervised instead
+
+
+def test_a_new_spec_gets_its_dags_and_a_broken_one_hides_no_other(tmp_path):
+    """Adding a job adds no DAG file: a spec in the specs folder is enough for its catch-up DAG
+    (and its supervisor, when continuous). A spec that does not load becomes a DAG that says
+    why, and every other job's DAGs still load."""
+    import shutil
+
+    specs = tmp_path / "specs"
+    shutil.copytree(ROOT / "include" / "jobs", specs)
+    text = (specs / "sessions.yaml").read_text().replace("name: sessions", "name: sessions_eu")
+    text = text.replace("mode: catch-up", "mode: continuous")
+    (specs / "sessions_eu.yaml").write_text(text.replace("available-now", "processing-time:30s"))
+    # continuous, but its trigger is no processing-time trigger: its supervisor cannot be built
+    (specs / "sessions_us.yaml").write_text(text.replace("sessions_eu", "sessions_us"))
+    (specs / "broken.yaml").write_text("name: broken\nwatermark: [not, a, duration]\n")
+    dags = _parse(tmp_path / "home", STATEKEEPER_SPECS=str(specs))["dags"]
+    assert {"catchup_sessions_eu", "supervise_sessions_eu", "catchup_sessions"} <= set(dags)
+    assert dags["catchup_sessions_eu"]["file"] == "catchup.py"
+    assert "sessions_eu" in dags["catchup_sessions_eu"]["doc_md"]
+    assert "supervise_sessions_eu" in dags["catchup_sessions_eu"]["doc_md"]  # the continuous note
+    assert dags["supervise_sessions_eu"]["tasks"] == ["supervise"]
+    for broken in ("catchup_broken", "supervise_sessions_us"):
+        assert dags[broken]["tasks"] == ["spec_error"], broken
+        assert "cannot be built" in dags[broken]["doc_md"]
+    assert "processing-time" in dags["supervise_sessions_us"]["doc_md"]

@@ -28,7 +28,6 @@ ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"  # `make browser` installs Debian's package
 SHOTS = ROOT / "tests" / "_output" / "ui"
 USER, PASSWORD = "admin", "statekeeper-ui-check"
-DAG_IDS = sorted(p.stem for p in (ROOT / "dags").glob("*.py") if not p.name.startswith("_"))
 BACKFILL_PARAMS = {  # name -> the start of its description in the form
     "job": "The job to backfill",
     "input": "Folder of JSON-lines events",
@@ -79,8 +78,24 @@ def api_server(tmp_path_factory, data_dir, real_run) -> Iterator[str]:
             [airflow, *step], env=env, capture_output=True, text=True, timeout=600
         )
         assert done.returncode == 0, f"airflow {' '.join(step)}: {done.stderr[-1500:]}"
+    listed = subprocess.run(
+        [airflow, "dags", "list", "-o", "json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert listed.returncode == 0, f"airflow dags list: {listed.stderr[-1500:]}"
+    table = next(ln for ln in listed.stdout.splitlines() if ln.startswith("["))  # logs go first
+    DAG_IDS[:] = sorted(d["dag_id"] for d in json.loads(table))
+    # what the DB holds is every DAG the folder defines: one per job spec for the generated files
+    jobs = [p.stem for p in (ROOT / "include" / "jobs").glob("*.yaml")]
+    assert {"backfill", *(f"catchup_{j}" for j in jobs)} <= set(DAG_IDS), DAG_IDS
     with local_api_server(home, env) as base:
         yield base
+
+
+DAG_IDS: list[str] = []  # the DAGs `airflow dags reserialize` stored (filled by api_server)
 
 
 def _browser(p):

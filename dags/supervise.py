@@ -1,4 +1,4 @@
-"""### Supervisor of `service_health` (continuous)
+"""### Supervisor of `{job}` (continuous)
 
 Keeps exactly one processing-time query of the job alive. Each run watches the driver for
 `watch_minutes` (the next scheduled run takes over), waiting in a deferrable trigger, not in a
@@ -15,6 +15,8 @@ worker slot.
 - `action = stop` stops the driver (e.g. before checkpoint maintenance or a restore).
 """
 
-from statekeeper.factory import supervisor_dag  # builds an airflow.sdk DAG from the job spec
+# One Airflow DAG per continuous job spec (`mode: continuous`): `supervise_<job>`, with no file
+# here. This docstring is each DAG's doc_md with the job's name filled in.
+from statekeeper.factory import per_job_dags, supervisor_dag
 
-dag = supervisor_dag("service_health", doc_md=__doc__)
+globals().update(per_job_dags("supervise", supervisor_dag, __doc__, modes=("continuous",)))
