@@ -232,9 +232,9 @@ def test_incremental_reads_only_new_versions_and_full_rereads_all(spark, tmp_pat
 def test_data_docs_keep_the_last_runs_and_the_results_table_keeps_all(spark, tmp_path, monkeypatch):
     """Each run used to read every stored GX result to build the Data Docs index (+1.4 s per
     1,000 earlier runs) and left its files for ever: now the last DOCS_RUNS runs are kept."""
-    from spark_jobs.quality import runner
+    from spark_jobs.quality import gx_run
 
-    monkeypatch.setattr(runner, "DOCS_RUNS", 2)
+    monkeypatch.setattr(gx_run, "DOCS_RUNS", 2)
     job = "sessions"
     spec = spec_for(job, tmp_path)
     out = tmp_path / job
