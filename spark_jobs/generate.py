@@ -260,17 +260,7 @@ def generate(
     orders_from: str | None = None,
 ) -> Report:
     """Write ``events`` events of ``kind`` as new files under ``out``; see the module docstring."""
-    if kind not in KINDS:
-        raise UserError(f"unknown kind {kind!r}; kinds: {', '.join(KINDS)}")
-    if events < 0:
-        raise UserError("--events must be >= 0")
-    for name, rate in (
-        ("--bad-rate", bad_rate),
-        ("--late-rate", late_rate),
-        ("--dup-rate", dup_rate),
-    ):
-        if not 0.0 <= rate <= 1.0:
-            raise UserError(f"{name} must be between 0 and 1, not {rate}")
+    _check_args(kind, events, bad_rate=bad_rate, late_rate=late_rate, dup_rate=dup_rate)
     from spark_jobs.kafka import uri as kafka_uri
 
     target = kafka_uri.parse(out) if kafka_uri.is_kafka(out) else None
@@ -283,68 +273,11 @@ def generate(
     rng = random.Random(f"{seed}:{kind}:{call}")
     start = datetime.fromisoformat(state["clock"].replace("Z", "+00:00"))
     keys = max(1, keys if keys is not None else events // 20 or 1)
-    if kind == "clickstream":
-        evs, end = _clickstream(rng, events, keys, start)
-    elif kind == "auth":
-        evs, end = _auth(rng, events, keys, start)
-    elif kind == "service-logs":
-        evs, end = _service_logs(
-            rng, events, keys if keys != max(1, events // 20) else max(1, min(50, keys)), start
-        )
-    elif kind == "orders":
-        evs, end = _orders(rng, events, keys, start)
-    else:
-        orders_dir = Path(orders_from) if orders_from else folder.parent / "orders"
-        if not orders_dir.is_dir():
-            raise UserError(
-                f"payments are made for orders: generate orders into {orders_dir} first (or pass orders_from)"
-            )
-        evs = _payments(rng, events, orders_dir, state)
-        end = max([e["_t"] for e in evs], default=start)
+    evs, end = _events(kind, rng, events, keys, start, folder, orders_from, state)
     report = Report(kind=kind, out=str(folder))
-    evs.sort(key=lambda e: e["_t"])
-    for i in range(1, len(evs)):  # a little disorder: neighbours swap, as in real delivery
-        if rng.random() < 0.1:
-            evs[i - 1], evs[i] = evs[i], evs[i - 1]
-    late_n = int(round(len(evs) * late_rate))
-    for e in rng.sample(evs, late_n) if late_n else ():
-        e["_t"] = start - timedelta(minutes=rng.uniform(90, 180))  # behind any watermark of a job
-        e["_late"] = True
-    if late_n:  # late events arrive last, after the watermark has moved on
-        evs.sort(key=lambda e: e.get("_late", False))
-    dup_n = int(round(len(evs) * dup_rate))
-    dups = [dict(e) for e in rng.sample(evs, dup_n)] if dup_n else []
-    evs.extend(dups)
-    report.late, report.duplicates = late_n, dup_n
-    lines: list[str] = []
-    bad_idx = set(rng.sample(range(len(evs)), int(round(len(evs) * bad_rate)))) if evs else set()
-    for i, e in enumerate(evs):
-        body = {k: v for k, v in e.items() if not k.startswith("_")}
-        body["event_time"] = _ts(e["_t"])
-        if i in bad_idx:
-            lines.append(_bad_line(rng, body, kind, len(lines)))
-            report.bad += 1
-        else:
-            lines.append(json.dumps(body, separators=(",", ":")))
-    report.events = len(lines) - report.bad
-    times = [e["_t"] for e in evs]
-    if times:
-        report.first_event_time, report.last_event_time = _ts(min(times)), _ts(max(times))
-    n_files = max(1, files or (len(lines) + 199_999) // 200_000)
-    per = (len(lines) + n_files - 1) // n_files if lines else 0
-    for f in range(n_files if lines else 0):
-        chunk = lines[f * per : (f + 1) * per]
-        if not chunk:
-            continue
-        name = f"{kind}-{call:05d}-{f:03d}.json"
-        n = 0
-        while (folder / name).exists():  # never overwrite an earlier call's file
-            n += 1
-            name = f"{kind}-{call:05d}-{f:03d}-{n}.json"
-        tmp = folder / f".{name}.tmp"
-        tmp.write_text("\n".join(chunk) + "\n", encoding="utf-8")
-        os.replace(tmp, folder / name)
-        report.files.append(str(folder / name))
+    _deliver_like_real_sources(evs, rng, start, late_rate, dup_rate, report)
+    lines = _lines(evs, rng, kind, bad_rate, report)
+    _write_files(lines, folder, f"{kind}-{call:05d}", files, report)
     state["calls"] = call + 1
     state["clock"] = _ts(max(end, start))
     if target is not None:  # before the clock moves on: a failed send can be generated again
@@ -361,6 +294,114 @@ def generate(
     tmp.write_text(json.dumps(state))
     os.replace(tmp, folder / STATE_FILE)
     return report
+
+
+def _check_args(kind: str, events: int, **rates: float) -> None:
+    if kind not in KINDS:
+        raise UserError(f"unknown kind {kind!r}; kinds: {', '.join(KINDS)}")
+    if events < 0:
+        raise UserError("--events must be >= 0")
+    for name, rate in rates.items():
+        if not 0.0 <= rate <= 1.0:
+            flag = "--" + name.replace("_", "-")
+            raise UserError(f"{flag} must be between 0 and 1, not {rate}")
+
+
+def _events(
+    kind: str,
+    rng: random.Random,
+    events: int,
+    keys: int,
+    start: datetime,
+    folder: Path,
+    orders_from: str | None,
+    state: dict[str, Any],
+) -> tuple[list[dict[str, Any]], datetime]:
+    """The call's events of ``kind`` (event time in ``_t``) and the clock after them."""
+    if kind == "clickstream":
+        return _clickstream(rng, events, keys, start)
+    if kind == "auth":
+        return _auth(rng, events, keys, start)
+    if kind == "service-logs":  # few services unless asked: a service per 20 logs is too many
+        services = keys if keys != max(1, events // 20) else max(1, min(50, keys))
+        return _service_logs(rng, events, services, start)
+    if kind == "orders":
+        return _orders(rng, events, keys, start)
+    orders_dir = Path(orders_from) if orders_from else folder.parent / "orders"
+    if not orders_dir.is_dir():
+        raise UserError(
+            f"payments are made for orders: generate orders into {orders_dir} first (or pass orders_from)"
+        )
+    evs = _payments(rng, events, orders_dir, state)
+    return evs, max([e["_t"] for e in evs], default=start)
+
+
+def _deliver_like_real_sources(
+    evs: list[dict[str, Any]],
+    rng: random.Random,
+    start: datetime,
+    late_rate: float,
+    dup_rate: float,
+    report: Report,
+) -> None:
+    """In place: a little disorder, late events (arriving last) and duplicates, as delivered."""
+    evs.sort(key=lambda e: e["_t"])
+    for i in range(1, len(evs)):  # a little disorder: neighbours swap, as in real delivery
+        if rng.random() < 0.1:
+            evs[i - 1], evs[i] = evs[i], evs[i - 1]
+    late_n = int(round(len(evs) * late_rate))
+    for e in rng.sample(evs, late_n) if late_n else ():
+        e["_t"] = start - timedelta(minutes=rng.uniform(90, 180))  # behind any watermark of a job
+        e["_late"] = True
+    if late_n:  # late events arrive last, after the watermark has moved on
+        evs.sort(key=lambda e: e.get("_late", False))
+    dup_n = int(round(len(evs) * dup_rate))
+    dups = [dict(e) for e in rng.sample(evs, dup_n)] if dup_n else []
+    evs.extend(dups)
+    report.late, report.duplicates = late_n, dup_n
+
+
+def _lines(
+    evs: list[dict[str, Any]], rng: random.Random, kind: str, bad_rate: float, report: Report
+) -> list[str]:
+    """The events as JSON lines, ``bad_rate`` of them spoiled; the report counts both."""
+    lines: list[str] = []
+    bad_idx = set(rng.sample(range(len(evs)), int(round(len(evs) * bad_rate)))) if evs else set()
+    for i, e in enumerate(evs):
+        body = {k: v for k, v in e.items() if not k.startswith("_")}
+        body["event_time"] = _ts(e["_t"])
+        if i in bad_idx:
+            lines.append(_bad_line(rng, body, kind, len(lines)))
+            report.bad += 1
+        else:
+            lines.append(json.dumps(body, separators=(",", ":")))
+    report.events = len(lines) - report.bad
+    times = [e["_t"] for e in evs]
+    if times:
+        report.first_event_time, report.last_event_time = _ts(min(times)), _ts(max(times))
+    return lines
+
+
+def _write_files(
+    lines: list[str], folder: Path, prefix: str, files: int | None, report: Report
+) -> None:
+    """``lines`` in ``files`` files (200,000 lines a file by default), each written whole under a
+    hidden name and renamed into place, never over an earlier call's file."""
+    n_files = max(1, files or (len(lines) + 199_999) // 200_000)
+    per = (len(lines) + n_files - 1) // n_files if lines else 0
+    for f in range(n_files if lines else 0):
+        chunk = lines[f * per : (f + 1) * per]
+        if not chunk:
+            continue
+        name = f"{prefix}-{f:03d}.json"
+        n = 0
+        while (folder / name).exists():  # never overwrite an earlier call's file
+            n += 1
+            name = f"{prefix}-{f:03d}-{n}.json"
+        tmp = folder / f".{name}.tmp"
+        tmp.write_text("\n".join(chunk) + "\n", encoding="utf-8")
+        os.replace(tmp, folder / name)
+        report.files.append(str(folder / name))
 
 
 def kafka_staging(target: KafkaUri) -> Path:
