@@ -10,6 +10,9 @@ from dataclasses import dataclass
 
 OK = "ok"
 STALE = "stale"
+# The state kept per service (transformWithState's variables, as Spark DDL): its health, and the
+# log times held until the watermark passes them (event-time runs apply them in time order).
+STATE = {"health": "last_seen long, status string", "held": "t long"}
 
 
 @dataclass(frozen=True)
