@@ -23,7 +23,7 @@ from spark_jobs.contract import paths
 from spark_jobs.contract.errors import UserError
 
 if TYPE_CHECKING:
-    from spark_jobs.kafka.uri import KafkaUri
+    from spark_jobs.contract.kafka import KafkaUri
 
 KINDS = ("clickstream", "auth", "service-logs", "orders", "payments")
 STATE_FILE = ".statekeeper-generate.json"
@@ -271,7 +271,7 @@ def generate(
     ):
         if not 0.0 <= rate <= 1.0:
             raise UserError(f"{name} must be between 0 and 1, not {rate}")
-    from spark_jobs.kafka import uri as kafka_uri
+    from spark_jobs.contract import kafka as kafka_uri
 
     target = kafka_uri.parse(out) if kafka_uri.is_kafka(out) else None
     folder = kafka_staging(target) if target is not None else paths.local_path(out)
