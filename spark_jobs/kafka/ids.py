@@ -39,13 +39,17 @@ def lookup(spark: Any, spec: Any, uri: str) -> dict[str, str | None]:
         props.setProperty(key.removeprefix("kafka."), value)
     props.setProperty("bootstrap.servers", target.bootstrap)
     ms = jvm.java.util.concurrent.TimeUnit.MILLISECONDS
-    admin = jvm.org.apache.kafka.clients.admin.Admin.create(props)
+    admin = None
+    topic_id: str | None
     try:
+        admin = jvm.org.apache.kafka.clients.admin.Admin.create(props)  # refuses bad options
         cluster_id = admin.describeCluster().clusterId().get(TIMEOUT_MS, ms)
         names = jvm.java.util.Collections.singletonList(target.topic)
         try:
             found = admin.describeTopics(names).allTopicNames().get(TIMEOUT_MS, ms)
             topic_id = str(found.get(target.topic).topicId().toString())
+            if topic_id == str(jvm.org.apache.kafka.common.Uuid.ZERO_UUID.toString()):
+                topic_id = None  # a broker older than topic ids (Kafka 2.8): nothing to compare
         except Py4JJavaError as exc:
             if "UnknownTopicOrPartitionException" not in str(exc.java_exception):
                 raise
@@ -53,11 +57,13 @@ def lookup(spark: Any, spec: Any, uri: str) -> dict[str, str | None]:
     except Py4JJavaError as exc:
         first = str(exc.java_exception).splitlines()[0]
         raise UserError(
-            f"job {spec.name}: Kafka at {target.bootstrap} does not answer ({first}); check that "
-            "it runs and that the spec's kafka_options let this host in"
+            f"job {spec.name}: cannot read the cluster and topic ids from Kafka at "
+            f"{target.bootstrap} ({first}); check that it runs and that the spec's kafka_options "
+            "are right and let this host in"
         ) from None
     finally:
-        admin.close(jvm.java.time.Duration.ofSeconds(5))
+        if admin is not None:
+            admin.close(jvm.java.time.Duration.ofSeconds(5))
     return {
         "cluster_id": None if cluster_id is None else str(cluster_id),
         "topic": target.topic,
