@@ -23,7 +23,7 @@ from spark_jobs.contract import paths
 from spark_jobs.contract.errors import UserError
 
 if TYPE_CHECKING:
-    from spark_jobs.kafka.uri import KafkaUri
+    from spark_jobs.contract.kafka import KafkaUri
 
 KINDS = ("clickstream", "auth", "service-logs", "orders", "payments")
 STATE_FILE = ".statekeeper-generate.json"
@@ -261,7 +261,7 @@ def generate(
 ) -> Report:
     """Write ``events`` events of ``kind`` as new files under ``out``; see the module docstring."""
     _check_args(kind, events, bad_rate=bad_rate, late_rate=late_rate, dup_rate=dup_rate)
-    from spark_jobs.kafka import uri as kafka_uri
+    from spark_jobs.contract import kafka as kafka_uri
 
     target = kafka_uri.parse(out) if kafka_uri.is_kafka(out) else None
     folder = kafka_staging(target) if target is not None else paths.local_path(out)

@@ -77,18 +77,20 @@ def _kafka_ends(spec: Any, uri: str) -> dict[str, int]:
     """The topic's end offsets per partition now: what this backfill reads up to (records
     arriving later are read too, and do not change the key)."""
     from spark_jobs.contract.errors import UserError
-    from spark_jobs.kafka.uri import parse
+    from spark_jobs.contract.kafka import check_cluster, parse
 
+    try:
+        target = parse(uri)
+        # Before anything dials it: only the spec's own cluster (any topic on it).
+        check_cluster(uri, spec.kafka_clusters, spec.name)
+    except UserError as exc:
+        raise BadBackfillParams(f"input: {exc}") from None
     if spec.kafka_options:
         raise BadBackfillParams(
             "input: a backfill from a Kafka cluster with kafka_options (security) is planned "
             "from the command line: python -m spark_jobs run JOB --input kafka://... "
             "--output STAGED --checkpoint NEW"
         )
-    try:
-        target = parse(uri)
-    except UserError as exc:
-        raise BadBackfillParams(f"input: {exc}") from None
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     from spark_jobs.kafka.produce import partitions

@@ -50,7 +50,7 @@ def path_params() -> dict[str, Param]:
     return {
         "input": Param(
             None, type=["null", "string"],
-            description="Landing folder or kafka://HOST:PORT/TOPIC to read instead of the spec's (a root with one folder per kind for multi-input jobs). Empty: the spec's. Must be under a landing root (.data/landing or $STATEKEEPER_LANDING_ROOTS).",
+            description="Landing folder or kafka://HOST:PORT/TOPIC to read instead of the spec's (a root with one folder per kind for multi-input jobs). Empty: the spec's. A folder must be under a landing root (.data/landing or $STATEKEEPER_LANDING_ROOTS); a topic must be on the Kafka cluster the spec names.",
         ),
         "output": Param(
             None, type=["null", "string"],
@@ -161,7 +161,7 @@ def backfill_dag(doc_md: str | None = None) -> DAG:
         tags=["statekeeper", "backfill"],
         params={
             "job": Param(jobs[0] if jobs else "", type="string", enum=jobs, description="The job to backfill (its spec in include/jobs/)."),
-            "input": Param("", type="string", minLength=1, description="Folder of JSON-lines events to re-process (for multi-input jobs: one sub-folder per kind), or kafka://HOST:PORT/TOPIC (read from its earliest offsets). Folders must be under a landing root (.data/landing or $STATEKEEPER_LANDING_ROOTS)."),
+            "input": Param("", type="string", minLength=1, description="Folder of JSON-lines events to re-process (for multi-input jobs: one sub-folder per kind), or kafka://HOST:PORT/TOPIC on the Kafka cluster the job's spec names (read from its earliest offsets). Folders must be under a landing root (.data/landing or $STATEKEEPER_LANDING_ROOTS)."),
             "mode": Param("append", type="string", enum=["replace", "append"], description="append: the folder holds events the live runs never processed; new rows are added, counts and totals of known keys add up. replace: the folder holds all events of the users/services/event types it covers; their live rows in its time range are replaced, others untouched (refused for user_counts: lifetime totals)."),
             "dry_run": Param(False, type="boolean", description="Run and validate on the staged table, but do not make the result visible."),
             "output": Param(None, type=["null", "string"], description="Live table to publish into instead of the spec's output. Must be under a tables root."),

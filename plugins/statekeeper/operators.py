@@ -105,7 +105,7 @@ class PublishAssetOperator(BaseOperator):
         from spark_jobs.contract import delta
         from statekeeper.submit import resolve_job
 
-        check_path_params(context)
+        check_path_params(context, rendered(self.job))
         table = resolve_job(self.job, self.overrides).output
         version = delta.version(table)
         if version is None:

@@ -6,6 +6,10 @@ A param typed into the Trigger form is run by the worker with the worker's right
 ``<data>/checkpoints``, plus ``$STATEKEEPER_LANDING_ROOTS`` / ``$STATEKEEPER_TABLE_ROOTS`` /
 ``$STATEKEEPER_CHECKPOINT_ROOTS``). Every operator that uses them checks first, so a task run
 alone (cleared, retried) refuses too, and the refusal fails the task without retries.
+
+An ``input`` that is a ``kafka://`` URI is held to the job's own Kafka cluster instead
+(``spark_jobs.contract.kafka.check_cluster``, through the spec's overrides, as ``run --input``
+applies it): another topic there is fine, another cluster is refused.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from typing import Any
 from airflow.sdk.exceptions import AirflowFailException
 
 from spark_jobs.contract import paths
+from spark_jobs.contract.errors import UserError
+from spark_jobs.contract.kafka import is_kafka
 
 # param -> (kind of root, whether the root itself is allowed). An input may be a landing root
 # (a multi-input job reads one folder per kind under it) and tables_root holds <job> tables.
@@ -37,15 +43,30 @@ def rendered(value: Any) -> str | None:
     return None if text in ("", "None") else text
 
 
-def check_path_params(context: Any) -> None:
-    """Refuse (one line) when a path param of this run lies outside its roots."""
+def check_path_params(context: Any, job: str | None = None) -> None:
+    """Refuse (one line) when a path param of this run lies outside its roots, or its ``input``
+    names a Kafka cluster that ``job``'s spec (else the ``job`` param's) does not."""
     params = (context or {}).get("params") or {}
     for name, (kind, allow_root) in PATH_PARAMS.items():
         value = rendered(params.get(name))
         if value is None:
             continue  # empty: the spec's own path
-        if name == "input" and value.startswith("kafka://"):
-            continue  # a topic, not a path: its URI is checked where it is planned and read
+        if name == "input" and is_kafka(value):
+            # Without a job (a task that reads no input) there is nothing to hold it to; every
+            # task that runs a job names it, and the job's own `run` applies the rule again.
+            _check_kafka_input(value, job or rendered(params.get("job")))
+            continue
         why = paths.outside_roots(value, kind, allow_root=allow_root)
         if why:
             raise ParamOutsideRoots(f"param {name}: {why}; nothing was submitted")
+
+
+def _check_kafka_input(uri: str, job: str | None) -> None:
+    from spark_jobs.contract.spec import load_spec
+
+    if job is None:
+        return
+    try:
+        load_spec(job).with_overrides(input=uri)
+    except UserError as exc:
+        raise ParamOutsideRoots(f"param input: {exc}; nothing was submitted") from None

@@ -80,6 +80,7 @@ class SparkJobsSubmitOperator(BaseOperator):
 
     template_fields: Sequence[str] = ("arguments", "report_table", "skip_reason")
     ui_color = "#f4a460"
+    job: Any = None  # the job a run submits (SparkJobRunOperator): its input param is held to it
 
     def __init__(
         self,
@@ -103,7 +104,7 @@ class SparkJobsSubmitOperator(BaseOperator):
     def _skip_or_refuse(self, context: Any) -> None:
         if rendered(self.skip_reason):
             raise AirflowSkipException(str(self.skip_reason))
-        check_path_params(context)
+        check_path_params(context, rendered(self.job))
 
     def execute(self, context: Any) -> dict[str, Any]:
         self._skip_or_refuse(context)

@@ -130,7 +130,7 @@ class StreamingSupervisorOperator(BaseOperator):
 
     # -- the steps ---------------------------------------------------------------------------
     def execute(self, context: Any) -> dict[str, Any]:
-        check_path_params(context)
+        check_path_params(context, rendered(self.job))
         spec = self._spec()
         if str(self.action) == "stop":
             state = driver.read_state(spec.checkpoint)

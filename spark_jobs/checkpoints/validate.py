@@ -272,7 +272,7 @@ def _check_kafka(lay: Layout, rep: Report, spec: Any) -> None:
     """The newest offsets' sources against the spec's inputs: a Kafka offset line must name
     partitions and offsets, and the topics read must be the spec's (Spark cannot carry a
     checkpoint from a folder to a topic, or from one topic to another)."""
-    from spark_jobs.kafka.uri import is_kafka, parse
+    from spark_jobs.contract.kafka import is_kafka, parse
     from spark_jobs.runtime.lag import kafka_offsets
 
     last = lay.last_offset

@@ -19,6 +19,7 @@ from spark_jobs.contract import paths
 from spark_jobs.contract.blocks import Quality, Snapshots, Supervise, parse_block
 from spark_jobs.contract.durations import parse_seconds
 from spark_jobs.contract.errors import UserError
+from spark_jobs.contract.kafka import check_cluster, clusters_of, is_kafka
 
 DEFAULT_MAX_FUTURE_SECONDS = 86400.0  # max_future's default (1 day)
 # Words in a kafka_options name that mark its value secret (sasl.jaas.config carries the password).
@@ -111,6 +112,9 @@ class JobSpec:
     # masked in to_dict, never logged.
     kafka_options: dict[str, str] = field(default_factory=dict, repr=False)
     fail_on_data_loss: bool = True  # Kafka inputs: a gap in the topic stops the job
+    # The Kafka clusters the spec file's inputs name (contract.kafka.cluster_of): kept through
+    # overrides, so a run-time input can be held to them and kafka_options go nowhere else.
+    kafka_clusters: tuple[str, ...] = ()
 
     @property
     def kinds(self) -> list[str]:
@@ -172,7 +176,8 @@ class JobSpec:
 
 
 def _override_inputs(spec: JobSpec, values: list[str]) -> dict[str, str]:
-    """``--input URI`` (one-source job, or a root holding one folder per kind) or ``KIND=URI``."""
+    """``--input URI`` (one-source job, or a root holding one folder per kind) or ``KIND=URI``.
+    A Kafka URI must be on one of the spec's own clusters (contract.kafka.check_cluster)."""
     out = dict(spec.inputs)
     for v in values:
         kind, sep, uri = v.partition("=")
@@ -184,13 +189,16 @@ def _override_inputs(spec: JobSpec, values: list[str]) -> dict[str, str]:
             out[kind] = paths.resolve(uri)
         elif len(out) == 1:
             out = {spec.kinds[0]: paths.resolve(v)}
-        elif v.startswith("kafka://"):
+        elif is_kafka(v):
             raise UserError(
                 f"job {spec.name} reads {', '.join(out)}: give one topic per input, as "
                 f"--input KIND=kafka://HOST:PORT/TOPIC"
             )
         else:
             out = {k: paths.join(paths.resolve(v), k) for k in out}
+    for uri in out.values():
+        if is_kafka(uri) and uri not in spec.inputs.values():
+            check_cluster(uri, spec.kafka_clusters, spec.name)
     return out
 
 
@@ -258,13 +266,14 @@ def parse_spec(raw: dict[str, Any], where: str, default_name: str | None = None)
         raise UserError(
             f"job spec {where}: shuffle_partitions and min_batches_to_retain must be >= 1"
         )
+    resolved = {str(k): paths.resolve(str(v)) for k, v in inputs.items()}
     return JobSpec(
         name=str(raw.get("name", default_name)),
         description=str(raw.get("description", "")).strip(),
         pattern=choice("pattern", ("arbitrary", "builtin"), "arbitrary"),
         mode=choice("mode", MODES, "catch-up"),
         schedule=raw.get("schedule"),
-        inputs={str(k): paths.resolve(str(v)) for k, v in inputs.items()},
+        inputs=resolved,
         output=paths.resolve(str(need("output"))),
         checkpoint=paths.resolve(str(need("checkpoint"))),
         trigger=Trigger.parse(raw.get("trigger", "available-now")),
@@ -287,6 +296,7 @@ def parse_spec(raw: dict[str, Any], where: str, default_name: str | None = None)
         max_offsets_per_trigger=mopt,
         kafka_options={str(k): str(v) for k, v in kafka_options.items()},
         fail_on_data_loss=bool(raw.get("fail_on_data_loss", True)),
+        kafka_clusters=clusters_of(resolved.values()),
     )
 
 

@@ -22,7 +22,7 @@ def check_input(uri: str, job: str) -> None:
     """A missing or unreadable local landing folder, or a malformed Kafka URI, is a user error,
     said before Spark starts. A topic is not looked up here: that needs the cluster's security
     options, and a topic that does not exist yet is simply empty."""
-    from spark_jobs.kafka import uri as kafka_uri
+    from spark_jobs.contract import kafka as kafka_uri
 
     if kafka_uri.is_kafka(uri):
         kafka_uri.parse(uri)
@@ -46,8 +46,8 @@ def read_lines(spark: SparkSession, spec: JobSpec, kind: str) -> DataFrame:
     """The stream of (value, source_file) lines of the job's ``kind`` input."""
     from pyspark.sql import functions as F
 
+    from spark_jobs.contract import kafka as kafka_uri
     from spark_jobs.kafka import source as kafka_source
-    from spark_jobs.kafka import uri as kafka_uri
 
     uri = spec.inputs[kind]
     check_input(uri, spec.name)

@@ -166,6 +166,11 @@ def run_job(
 
             for k, v in {**spec_confs(spec), **(conf or {})}.items():
                 spark.conf.set(k, v)
+        from spark_jobs.kafka import ids as kafka_ids
+
+        # The topic and cluster the checkpoint read, by id: a re-created topic refused here
+        # writes nothing (it needs the driver's JVM, so it cannot be in the precheck).
+        kafka_ids.check_and_record(spark, spec)
         started = time.time()
         qname = f"{spec.name}"
         # Version at start, read from the log's file names: the summary reads only new commits.

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from spark_jobs.contract.errors import UserError
-from spark_jobs.kafka.uri import KafkaUri
+from spark_jobs.contract.kafka import KafkaUri
 
 DEFAULT_PARTITIONS = 3
 TIMEOUT = 30.0  # seconds for topic creation and the final flush

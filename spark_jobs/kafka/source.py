@@ -4,7 +4,11 @@ and a lost-data failure turned into one line with a fix.
 The spec's ``kafka_options`` are Kafka consumer properties (``security.protocol``,
 ``sasl.jaas.config``, ``ssl.truststore.location``...), passed through to Spark as
 ``kafka.<name>``; a value may name an environment variable as ``${NAME}`` so a secret lives in
-the deployment, not in the spec. Nothing here logs a value whose name looks secret.
+the deployment, not in the spec. Nothing here logs a value whose name looks secret, and the
+options go only to a cluster the spec itself names (``contract.kafka.check_cluster``).
+
+Records are read ``read_committed``: a transactional producer's aborted records never reach the
+tables (Kafka's own default, ``read_uncommitted``, hands them out like any other).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from spark_jobs.contract.errors import UserError
-from spark_jobs.kafka.uri import SCHEME, parse
+from spark_jobs.contract.kafka import SCHEME, check_cluster, parse
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -29,6 +33,8 @@ DATA_LOSS_MARKS = (
     "Some data may have been lost",
     "LOST_TOPIC_PARTITIONS_IN_END_OFFSET",
 )
+# Consumer properties the source sets unless kafka_options names them itself.
+DEFAULT_OPTIONS = {"kafka.isolation.level": "read_committed"}
 
 
 def _expand(name: str, value: Any, where: str) -> str:
@@ -43,9 +49,13 @@ def _expand(name: str, value: Any, where: str) -> str:
     return _ENV.sub(env, str(value))
 
 
-def consumer_options(spec: JobSpec) -> dict[str, str]:
-    """``kafka.<property>`` options for Spark, ``${ENV}`` references filled in."""
-    out = {}
+def consumer_options(spec: JobSpec, uri: str) -> dict[str, str]:
+    """``kafka.<property>`` options for Spark reading ``uri``: the defaults, then the spec's
+    ``kafka_options`` with ``${ENV}`` references filled in. A one-line UserError when the spec has
+    options and ``uri`` is on a cluster its inputs do not name: they are never sent there."""
+    if spec.kafka_options:
+        check_cluster(uri, spec.kafka_clusters, spec.name)
+    out = dict(DEFAULT_OPTIONS)
     for name, value in spec.kafka_options.items():
         key = name if name.startswith("kafka.") else f"kafka.{name}"
         out[key] = _expand(name, value, spec.path or f"job {spec.name}")
@@ -64,7 +74,7 @@ def read_lines(spark: SparkSession, spec: JobSpec, uri: str) -> DataFrame:
         .option("subscribe", target.topic)
         .option("startingOffsets", "earliest")
         .option("failOnDataLoss", str(spec.fail_on_data_loss).lower())
-        .options(**consumer_options(spec))
+        .options(**consumer_options(spec, uri))
     )
     if spec.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", spec.max_offsets_per_trigger)
@@ -81,13 +91,14 @@ def read_lines(spark: SparkSession, spec: JobSpec, uri: str) -> DataFrame:
 
 
 def data_loss_line(spec: JobSpec, text: str) -> str | None:
-    """The one-line failure for a topic deleted or truncated under a job; None for others."""
+    """The one-line failure for a topic truncated or deleted under a job; None for others. (A
+    re-created topic is refused before Spark starts, by its id: spark_jobs.kafka.ids.)"""
     if not any(m in text for m in DATA_LOSS_MARKS):
         return None
     topics = ", ".join(str(parse(u)) for u in spec.inputs.values() if u.startswith(SCHEME))
     return (
         f"job {spec.name}: Kafka no longer holds records its checkpoint has not read yet from "
-        f"{topics} (topic deleted, re-created, or truncated by retention); nothing was written. "
+        f"{topics} (truncated by retention, or deleted); nothing was written. "
         "Fix: restore the topic's records, or accept the gap by running once with "
         f"fail_on_data_loss: false in {spec.path or 'the spec'}, or start a new checkpoint"
     )

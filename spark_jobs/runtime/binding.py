@@ -81,6 +81,22 @@ def record_repartition(checkpoint: str, entry: dict[str, Any]) -> None:
         fh.write(json.dumps(record, indent=2, sort_keys=True, default=str))
 
 
+def kafka_ids(checkpoint: str) -> dict[str, dict[str, Any]]:
+    """The binding's ``kafka`` field: per Kafka input name, the ``cluster_id``, ``topic`` and
+    ``topic_id`` the checkpoint reads (spark_jobs.kafka.ids); empty when none are recorded."""
+    return dict((read_binding(checkpoint) or {}).get("kafka") or {})
+
+
+def record_kafka_ids(checkpoint: str, ids: dict[str, dict[str, Any]]) -> None:
+    """Set the binding's ``kafka`` field to ``ids``, the rest of the binding unchanged."""
+    import fsspec
+
+    record = read_binding(checkpoint) or {"fingerprint": {}}
+    record["kafka"] = ids
+    with fsspec.open(binding_path(checkpoint), "w", auto_mkdir=True) as fh:
+        fh.write(json.dumps(record, indent=2, sort_keys=True, default=str))
+
+
 def checkpoint_partitions(checkpoint: str, spec_partitions: int) -> int:
     """The shuffle partitions a run on ``checkpoint`` uses: the spec's, unless the checkpoint was
     repartitioned from that value (the spec then only sets where new checkpoints start). Any

@@ -146,3 +146,56 @@ def test_a_failed_submit_fails_the_task_with_the_runners_one_line_reason(data):
         op.execute({"params": {}})
     assert str(err.value).startswith("spark_jobs run no_such_job failed (exit 2): statekeeper: ")
     assert "unknown job 'no_such_job'" in str(err.value)
+
+
+def test_a_kafka_input_param_may_name_another_topic_of_the_jobs_cluster_never_another(
+    data, tmp_path, monkeypatch
+):
+    """Anyone who may trigger a DAG types its input: a broker of their own would get the spec's
+    kafka_options (credentials). Every task that runs or plans the job refuses it, before
+    anything is submitted or dialled; another topic on the spec's own cluster is fine."""
+    import yaml
+    from airflow.sdk.exceptions import TaskDeferred
+
+    from spark_jobs.contract.paths import specs_dir
+    from spark_jobs.runtime.lock import JobLock
+    from statekeeper.backfill import BackfillPlanOperator
+    from statekeeper.operators import PublishAssetOperator
+    from statekeeper.params import ParamOutsideRoots
+    from statekeeper.submit import SparkJobRunOperator
+    from statekeeper.supervisor import StreamingSupervisorOperator
+
+    specs = tmp_path / "specs"  # every real spec; sessions reads a secured cluster
+    specs.mkdir()
+    for f in specs_dir().glob("*.yaml"):
+        raw = yaml.safe_load(f.read_text())
+        if raw["name"] == "sessions":
+            raw["inputs"] = {"clickstream": "kafka://b-1.example:9096/clickstream"}
+            raw["kafka_options"] = {"sasl.jaas.config": "${NOT_FOR_YOU}"}
+        (specs / f.name).write_text(yaml.safe_dump(raw))
+    monkeypatch.setenv("STATEKEEPER_SPECS", str(specs))
+    ckpt = str(data / "checkpoints" / "sessions_replay")
+
+    def ops(uri: str) -> list:
+        overrides = {"input": uri, "checkpoint": ckpt}
+        return [
+            SparkJobRunOperator(task_id="run", job="sessions", overrides=overrides),
+            BackfillPlanOperator(task_id="plan"),
+            StreamingSupervisorOperator(task_id="supervise", job="sessions", action="stop"),
+            PublishAssetOperator(task_id="publish", job="sessions", overrides=overrides),
+        ]
+
+    theirs = "kafka://evil.example:9096/clickstream"
+    params = {"input": theirs, "checkpoint": ckpt, "job": "sessions", "mode": "append"}
+    with JobLock(ckpt, job="sessions"):  # were it let through, the run would wait, not submit
+        for op in ops(theirs):
+            with pytest.raises(ParamOutsideRoots, match="nothing was submitted") as err:
+                op.execute({"params": params})
+            why = str(err.value)
+            assert why.startswith("param input: input kafka://evil.example:9096"), op.task_id
+            assert "never another cluster" in why and "\n" not in why
+
+        ours = "kafka://b-1.example:9096/clickstream-replay"
+        with pytest.raises(TaskDeferred) as deferred:
+            ops(ours)[0].execute({"params": {**params, "input": ours}})
+    assert f"clickstream={ours}" in deferred.value.trigger.echo["arguments"]

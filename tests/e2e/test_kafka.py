@@ -1,7 +1,7 @@
 """Kafka sources against a real broker (the session's ``kafka_broker``): bad values quarantined
 with topic/partition/offset, the lag in progress and health, per-partition offsets in inspect, a
-topic truncated under a job as one clear line, and exactly once across a SIGKILL on a
-3-partition topic."""
+topic truncated under a job as one clear line, a re-created topic refused by its id, aborted
+transactions kept out, and exactly once across a SIGKILL on a 3-partition topic."""
 
 from __future__ import annotations
 
@@ -20,11 +20,11 @@ import pytest
 import yaml
 
 from spark_jobs.checkpoints.inspect import inspect_checkpoint, render
-from spark_jobs.contract.errors import JobFailed
+from spark_jobs.contract.errors import ExitCode, JobFailed, UserError
+from spark_jobs.contract.kafka import parse
 from spark_jobs.contract.spec import load_spec
 from spark_jobs.jobs.runner import run_job
 from spark_jobs.kafka.produce import ensure_topic
-from spark_jobs.kafka.uri import parse
 from spark_jobs.runtime.progress import read_progress
 from statekeeper.health import Thresholds, assess
 
@@ -71,11 +71,13 @@ def test_kafka_up_is_a_no_op_when_running_and_status_and_down_check_identity(kaf
 
 
 def _spec(job: str, uri: str, tmp: Path, name: str, **changes: Any):
+    """The job's spec reading ``uri``, as a spec naming that topic would (a run-time --input may
+    not name a cluster the spec does not)."""
     spec = load_spec(job).with_overrides(
-        input=uri, output=str(tmp / name / "out"), checkpoint=str(tmp / name / "ckpt"),
+        output=str(tmp / name / "out"), checkpoint=str(tmp / name / "ckpt"),
         trigger="available-now",
     )  # fmt: skip
-    return replace(spec, **{"shuffle_partitions": 2, **changes})
+    return replace(spec, **{"inputs": {spec.kinds[0]: uri}, "shuffle_partitions": 2, **changes})
 
 
 def _send(uri: str, placed: list[tuple[int, str]]) -> None:
@@ -144,24 +146,85 @@ def test_inspect_shows_per_partition_kafka_offsets(bad_values_run):
     assert "kafka        clicks-q processed to partition@offset 0@2, 1@2, 2@2" in render(info)
 
 
-def test_a_topic_recreated_under_a_job_is_one_line_error_with_a_fix(spark, kafka_broker, tmp_path):
+def test_a_topic_truncated_under_a_job_is_one_line_error_with_a_fix(spark, kafka_broker, tmp_path):
+    from confluent_kafka import TopicPartition
     from confluent_kafka.admin import AdminClient
 
     uri = f"kafka://{kafka_broker}/clicks-gone"
     _send(uri, [(p, _click(f"u{p}", p, f"g{p}")) for p in range(3)] * 2)
     spec = _spec("sessions", uri, tmp_path, "run")
     run_job(spec, spark=spark)
+    _send(uri, [(0, _click("u8", 40, "g8")), (0, _click("u9", 50, "g9"))])  # offsets 2 and 3
     admin = AdminClient({"bootstrap.servers": kafka_broker})
-    admin.delete_topics(["clicks-gone"])["clicks-gone"].result(30)
-    deadline = time.time() + 60
-    while "clicks-gone" in admin.list_topics(timeout=10).topics and time.time() < deadline:
-        time.sleep(0.5)
-    _send(uri, [(0, _click("u9", 50, "g9"))])  # re-created: partition 0 restarts at offset 0
+    # retention's doing: partition 0 now starts at 4, past the unread records 2 and 3
+    (done,) = admin.delete_records([TopicPartition("clicks-gone", 0, 4)]).values()
+    done.result(30)
     with pytest.raises(JobFailed) as err:
         run_job(spec, spark=spark)
     msg = str(err.value)
     assert "\n" not in msg and "kafka://" in msg and "clicks-gone" in msg
     assert "fail_on_data_loss: false" in msg
+
+
+def _recreate(kafka_broker: str, topic: str) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": kafka_broker})
+    admin.delete_topics([topic])[topic].result(30)
+    deadline = time.time() + 60
+    while topic in admin.list_topics(timeout=10).topics and time.time() < deadline:
+        time.sleep(0.5)
+
+
+def test_a_topic_recreated_and_grown_past_the_checkpoint_is_refused_by_its_id(
+    spark, kafka_broker, tmp_path
+):
+    """Spark's data-loss check sees a re-created topic only while it is shorter than the stored
+    offsets; past them, its first records would be skipped without a word."""
+    from deltalake import DeltaTable
+
+    from spark_jobs.runtime.binding import read_binding
+
+    uri = f"kafka://{kafka_broker}/clicks-reborn"
+    _send(uri, [(p, _click(f"u{p}", p, f"r{p}")) for p in range(3)] * 2)  # offsets 0-1 each
+    spec = _spec("sessions", uri, tmp_path, "run")
+    run_job(spec, spark=spark)
+    bound = read_binding(spec.checkpoint)["kafka"]["clickstream"]
+    assert bound["topic"] == "clicks-reborn" and bound["cluster_id"] and bound["topic_id"]
+    version = DeltaTable(spec.output).version()
+    _recreate(kafka_broker, "clicks-reborn")
+    # MORE records than before on every partition: offsets 0-3, past the checkpoint's 2
+    _send(uri, [(p, _click(f"n{p}", 100 + p, f"n{p}-{i}")) for i in range(4) for p in range(3)])
+    with pytest.raises(UserError) as err:
+        run_job(spec, spark=spark)
+    msg = str(err.value)
+    assert err.value.exit_code == ExitCode.UNSAFE and "\n" not in msg
+    assert "deleted and re-created" in msg and bound["topic_id"] in msg and uri in msg
+    assert "new --checkpoint" in msg and "--new-checkpoint-for-existing-table" in msg
+    assert DeltaTable(spec.output).version() == version  # nothing was written
+    assert read_binding(spec.checkpoint)["kafka"]["clickstream"] == bound  # still the old one
+
+
+def test_aborted_transactions_never_reach_the_tables(spark, kafka_broker, tmp_path):
+    """A transactional producer's aborted records are in the log; read_committed skips them."""
+    from confluent_kafka import Producer
+
+    uri = f"kafka://{kafka_broker}/clicks-txn"
+    ensure_topic(parse(uri), 3)
+    p = Producer({"bootstrap.servers": kafka_broker, "transactional.id": "statekeeper-test",
+                  "log_level": 0})  # fmt: skip
+    p.init_transactions(30)
+    for txn, ids in (("commit", ["c1", "c2"]), ("abort", ["a1", "a2", "a3"]), ("commit", ["c3"])):
+        p.begin_transaction()
+        for n, eid in enumerate(ids):
+            p.produce("clicks-txn", _click("u1", n, eid).encode(), partition=n % 3)
+        p.flush(30)
+        p.commit_transaction(30) if txn == "commit" else p.abort_transaction(30)
+    spec = _spec("dedup_events", uri, tmp_path, "run")
+    run_job(spec, spark=spark)
+    got = spark.read.format("delta").load(spec.output).select("event_id").collect()
+    assert sorted(r[0] for r in got) == ["c1", "c2", "c3"]
+    assert spark.read.format("delta").load(spec.quarantine).count() == 0
 
 
 def _committed(ckpt: Path) -> int:
@@ -182,12 +245,13 @@ def test_kill_9_mid_run_then_rerun_equals_uninterrupted_on_3_partitions(
     specs.mkdir()
     raw = yaml.safe_load((ROOT / "include" / "jobs" / "sessions.yaml").read_text())
     raw.update(max_offsets_per_trigger=100, shuffle_partitions=2)  # 8 batches to be killed in
+    raw["inputs"] = {"clickstream": uri}  # a spec names its cluster; --input may not
     (specs / "sessions.yaml").write_text(yaml.safe_dump(raw))
     ckpt = tmp_path / "crashed" / "ckpt"
     env = {**os.environ, "STATEKEEPER_SPECS": str(specs), "PYTHONPATH": str(ROOT),
            "STATEKEEPER_CHECKPOINT_ROOTS": str(tmp_path)}  # fmt: skip
     victim = subprocess.Popen(
-        [sys.executable, "-m", "spark_jobs", "run", "sessions", "--input", uri,
+        [sys.executable, "-m", "spark_jobs", "run", "sessions",
          "--output", str(tmp_path / "crashed" / "out"), "--checkpoint", str(ckpt)],
         cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True,

@@ -133,8 +133,8 @@ def test_ports_on_localhost_non_root_and_the_header_tells_the_real_login(compose
 
 
 def test_kafka_service_is_kraft_and_feeds_the_example_spec(compose):
+    from spark_jobs.contract.kafka import parse
     from spark_jobs.contract.spec import parse_spec
-    from spark_jobs.kafka.uri import parse
 
     kafka = compose["services"]["kafka"]
     assert kafka["image"].startswith("apache/kafka:")

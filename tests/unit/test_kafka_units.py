@@ -12,10 +12,10 @@ import pytest
 from spark_jobs.checkpoints.synthetic import make_checkpoint
 from spark_jobs.checkpoints.validate import validate_checkpoint
 from spark_jobs.contract.errors import UserError
+from spark_jobs.contract.kafka import parse
 from spark_jobs.contract.spec import load_spec, parse_spec
 from spark_jobs.io.sources import check_input
 from spark_jobs.kafka import source
-from spark_jobs.kafka.uri import parse
 from spark_jobs.runtime.lag import source_lag
 from statekeeper.health import Thresholds, assess
 
@@ -53,22 +53,85 @@ def test_secrets_are_passed_through_but_never_shown(monkeypatch):
     }  # fmt: skip
     spec = parse_spec(raw, "spec.yaml", default_name="sessions")
     monkeypatch.setenv("SK_JAAS", jaas)
-    opts = source.consumer_options(spec)
+    opts = source.consumer_options(spec, spec.input)
     assert opts["kafka.sasl.jaas.config"] == jaas and opts["kafka.security.protocol"] == "SASL_SSL"
     shown = json.dumps(spec.to_dict()) + repr(spec)
     assert "hunter2" not in shown and "s3cret" not in shown and "SASL_SSL" in shown
     assert spec.max_offsets_per_trigger == 500 and spec.fail_on_data_loss
     monkeypatch.delenv("SK_JAAS")
     with pytest.raises(UserError, match="SK_JAAS"):
-        source.consumer_options(spec)
+        source.consumer_options(spec, spec.input)
 
 
 def test_a_multi_input_job_takes_one_topic_per_kind():
-    spec = load_spec("order_payments")
+    spec = replace(load_spec("order_payments"), kafka_clusters=("h:1",))  # its spec names h:1
     with pytest.raises(UserError, match="KIND=kafka://"):
         spec.with_overrides(input="kafka://h:1/orders")
     two = spec.with_overrides(input=["orders=kafka://h:1/o", "payments=kafka://h:1/p"])
     assert two.inputs == {"orders": "kafka://h:1/o", "payments": "kafka://h:1/p"}
+
+
+SECURED = {
+    "inputs": {"clickstream": "kafka://b-1.example:9096,b-2.example:9096/clicks"},
+    "output": "o", "checkpoint": "c", "watermark": "10 minutes",
+    "kafka_options": {"security.protocol": "SASL_SSL", "sasl.jaas.config": "x"},
+}  # fmt: skip
+
+
+def test_a_run_time_input_may_name_another_topic_but_never_another_cluster():
+    spec = parse_spec(SECURED, "spec.yaml", default_name="sessions")
+    # the same HOST:PORT set, in any order and case: another topic of the spec's own cluster
+    moved = spec.with_overrides(input="kafka://B-2.example:9096,b-1.example:9096/clicks-replay")
+    assert moved.inputs == {
+        "clickstream": "kafka://B-2.example:9096,b-1.example:9096/clicks-replay"
+    }
+    for elsewhere in (
+        "kafka://evil.example:9096/clicks",  # someone's own broker
+        "kafka://b-1.example:9096/clicks",  # a part of the set is another set
+        "kafka://b-1.example:9096,b-2.example:9096,evil.example:9096/clicks",
+        "clickstream=kafka://evil.example:9096/clicks",
+    ):
+        with pytest.raises(UserError, match="never another cluster") as err:
+            spec.with_overrides(input=elsewhere)
+        assert "\n" not in str(err.value) and "b-1.example:9096,b-2.example:9096" in str(err.value)
+    # a spec that reads a folder names no cluster: no Kafka input at run time at all
+    with pytest.raises(UserError, match="names no Kafka cluster"):
+        load_spec("sessions").with_overrides(input="kafka://127.0.0.1:9092/clicks")
+    with pytest.raises(UserError, match="names no Kafka cluster"):
+        load_spec("order_payments").with_overrides(
+            input=["orders=kafka://h:1/o", "payments=kafka://h:1/p"]
+        )
+
+
+def test_kafka_options_go_only_to_a_cluster_the_spec_names_and_read_committed_by_default():
+    spec = parse_spec(SECURED, "spec.yaml", default_name="sessions")
+    own = "kafka://b-2.example:9096,b-1.example:9096/other"
+    opts = source.consumer_options(spec, own)
+    assert opts["kafka.sasl.jaas.config"] == "x"
+    assert opts["kafka.isolation.level"] == "read_committed"  # aborted transactions stay out
+    # a spec put together in code (not through overrides) still cannot send them elsewhere
+    rogue = replace(spec, inputs={"clickstream": "kafka://evil.example:9096/clicks"})
+    with pytest.raises(UserError, match="never another cluster"):
+        source.consumer_options(rogue, rogue.input)
+    # without options there is nothing to leak; the spec may still say read_uncommitted
+    plain = replace(rogue, kafka_options={"isolation.level": "read_uncommitted"})
+    assert source.consumer_options(replace(plain, kafka_clusters=("evil.example:9096",)),
+                                   plain.input)["kafka.isolation.level"] == "read_uncommitted"  # fmt: skip
+
+
+def test_a_changed_cluster_or_topic_id_is_one_line_with_a_fix():
+    from spark_jobs.kafka.ids import refusal
+
+    spec = parse_spec(SECURED, "spec.yaml", default_name="sessions")
+    bound = {"cluster_id": "C1", "topic": "clicks", "topic_id": "T1"}
+    assert refusal(spec, "clickstream", bound, dict(bound)) is None
+    assert refusal(spec, "clickstream", {}, dict(bound)) is None  # nothing recorded yet
+    assert refusal(spec, "clickstream", bound, {**bound, "topic_id": None}) is None  # deleted
+    topic = refusal(spec, "clickstream", bound, {**bound, "topic_id": "T2"})
+    assert topic and "\n" not in topic and "re-created" in topic and "T1" in topic
+    assert "--new-checkpoint-for-existing-table" in topic and "new --checkpoint" in topic
+    cluster = refusal(spec, "clickstream", bound, {**bound, "cluster_id": "C2", "topic_id": "T9"})
+    assert cluster and "cluster C2" in cluster and "original cluster" in cluster
 
 
 def _progress(latest: dict, end: dict) -> dict:
@@ -123,6 +186,11 @@ def test_the_backfill_form_checks_a_kafka_input_before_anything_runs(tmp_path):
 
     with pytest.raises(BadBackfillParams, match="kafka://HOST:PORT"):
         plan_backfill({"job": "sessions", "input": "kafka://nohost/t", "mode": "append"}, tmp_path)
+    # a cluster the job's spec does not name is refused before anything dials it
+    with pytest.raises(BadBackfillParams, match="input: .*never another cluster"):
+        plan_backfill(
+            {"job": "sessions", "input": "kafka://127.0.0.1:9/t", "mode": "append"}, tmp_path
+        )
     with pytest.raises(BadBackfillParams, match="one topic per input"):
         plan_backfill(
             {"job": "order_payments", "input": "kafka://h:1/t", "mode": "append"}, tmp_path

@@ -4,6 +4,8 @@ traceback. Built from pyspark's own classes, no JVM."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from pyspark.errors import (
     AnalysisException,
@@ -62,7 +64,9 @@ def test_a_spark_error_with_no_text_is_named_by_its_class():
 
 
 def test_kafka_data_loss_names_the_topic_and_the_fix():
-    spec = load_spec("sessions").with_overrides(input="kafka://127.0.0.1:9092/clicks-gone")
+    spec = replace(
+        load_spec("sessions"), inputs={"clickstream": "kafka://127.0.0.1:9092/clicks-gone"}
+    )
     exc = StreamingQueryException(
         message="[STREAM_FAILED] Query terminated with exception: [KAFKA_DATA_LOSS.PARTITION_"
         "OFFSET_CHANGED] Some data may have been lost because they are not available in Kafka"

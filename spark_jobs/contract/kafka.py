@@ -1,0 +1,79 @@
+"""``kafka://HOST:PORT[,HOST:PORT...]/TOPIC``: the one place that reads and writes Kafka URIs, and
+the one rule for which clusters a job may be pointed at.
+
+A spec's ``kafka_options`` (SASL credentials, truststore passwords) are meant for the cluster(s)
+its ``inputs`` name. An input given at run time (``run --input``, a DAG's ``input`` param, the
+backfill form) may therefore name another topic on such a cluster, never another cluster: anyone
+who may trigger a DAG could otherwise send the job's credentials to a broker of their own, or
+make the worker dial any host.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from spark_jobs.contract.errors import UserError
+
+SCHEME = "kafka://"
+_TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")  # Kafka's own rule for topic names
+_HOST_PORT = re.compile(r"^[A-Za-z0-9.\-]+:\d{1,5}$|^\[[0-9A-Fa-f:]+\]:\d{1,5}$")
+
+
+@dataclass(frozen=True)
+class KafkaUri:
+    bootstrap: str  # "host:port,host:port", as Kafka clients take it
+    topic: str
+
+    def __str__(self) -> str:
+        return f"{SCHEME}{self.bootstrap}/{self.topic}"
+
+
+def is_kafka(uri: str) -> bool:
+    return str(uri).startswith(SCHEME)
+
+
+def parse(uri: str) -> KafkaUri:
+    """A one-line UserError for anything but ``kafka://HOST:PORT[,HOST:PORT...]/TOPIC``."""
+    usage = f"{uri!r} is not kafka://HOST:PORT[,HOST:PORT...]/TOPIC"
+    if not is_kafka(uri):
+        raise UserError(usage)
+    servers, sep, topic = uri[len(SCHEME) :].partition("/")
+    hosts = [h.strip() for h in servers.split(",")]
+    if not sep or not topic or not all(_HOST_PORT.match(h) for h in hosts):
+        raise UserError(usage)
+    if not _TOPIC.match(topic):
+        raise UserError(f"{uri!r}: topic {topic!r} may use only letters, digits, '.', '_' and '-'")
+    return KafkaUri(",".join(hosts), topic)
+
+
+def record_source(topic: str, partition: int, offset: int) -> str:
+    """How a Kafka record names itself where a file line gives its file: the quarantine's
+    ``source_file`` for a bad value, so it can be found again with any Kafka tool."""
+    return f"kafka://{topic}/{partition}/{offset}"
+
+
+def cluster_of(uri: str) -> str:
+    """The cluster a ``kafka://`` URI names, comparable as a string: its HOST:PORT set, sorted,
+    hosts lower-cased (DNS ignores case), so ``b:1,a:1`` and ``A:1,b:1`` are one cluster."""
+    return ",".join(sorted({h.lower() for h in parse(uri).bootstrap.split(",")}))
+
+
+def clusters_of(uris: Iterable[str]) -> tuple[str, ...]:
+    """The clusters (:func:`cluster_of`) of the Kafka URIs among ``uris``."""
+    return tuple(sorted({cluster_of(u) for u in uris if is_kafka(u)}))
+
+
+def check_cluster(uri: str, named: Iterable[str], job: str) -> None:
+    """A one-line UserError unless ``uri`` is on a cluster of ``named`` (the spec's own, from
+    :func:`clusters_of` its inputs). A different topic on the same cluster is fine."""
+    own = tuple(named)
+    if cluster_of(uri) in own:
+        return
+    has = f"reads Kafka at {' and '.join(own)}" if own else "names no Kafka cluster in its spec"
+    raise UserError(
+        f"input {uri}: job {job} {has}; an input given at run time may name another topic on the "
+        "spec's own cluster (the same HOST:PORT set), never another cluster (the spec's "
+        "kafka_options would go with it): put that cluster in the job's spec inputs instead"
+    )
