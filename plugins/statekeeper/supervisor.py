@@ -34,7 +34,7 @@ from spark_jobs.contract.lock import FileLock
 from spark_jobs.contract.spec import JobSpec
 from spark_jobs.runtime import procs
 from statekeeper import driver
-from statekeeper.params import check_path_params, rendered
+from statekeeper.params import check_bound, check_path_params, rendered
 from statekeeper.submit import resolve_job, run_arguments
 from statekeeper.triggers import BackoffTrigger, DriverWatchTrigger
 
@@ -129,9 +129,28 @@ class StreamingSupervisorOperator(BaseOperator):
         return asdict(Thresholds.from_spec(spec.supervise, spec.trigger.interval_seconds))
 
     # -- the steps ---------------------------------------------------------------------------
+    def _settings(self, spec: JobSpec) -> dict[str, float]:
+        """This run's supervisor settings (templated, else the spec's), each within its bounds."""
+        return {
+            "poll_seconds": check_bound("poll_seconds", float(self.poll_seconds)),
+            "watch_seconds": check_bound("watch_seconds", float(self.watch_seconds)),
+            "restart_backoff": check_bound(
+                "restart_backoff",
+                _given(self.restart_backoff, float, spec.supervise.restart_backoff),
+            ),
+            "max_restarts": check_bound(
+                "max_restarts", _given(self.max_restarts, float, float(spec.supervise.max_restarts))
+            ),
+            "restart_window": check_bound(
+                "restart_window",
+                _given(self.restart_window, float, spec.supervise.restart_window),
+            ),
+        }
+
     def execute(self, context: Any) -> dict[str, Any]:
         check_path_params(context)
         spec = self._spec()
+        settings = self._settings(spec)
         if str(self.action) == "stop":
             state = driver.read_state(spec.checkpoint)
             if driver.holder(spec.checkpoint) is None and not driver.launched_pid_alive(state):
@@ -143,7 +162,7 @@ class StreamingSupervisorOperator(BaseOperator):
                 f"{spec.trigger}; set the trigger param (e.g. processing-time:30s)"
             )
         run = {
-            "watch_until": time.time() + float(self.watch_seconds),
+            "watch_until": time.time() + settings["watch_seconds"],
             "restarts": 0,
             "launched": [],
             "events": [],
@@ -161,8 +180,8 @@ class StreamingSupervisorOperator(BaseOperator):
                 self.log.info("a driver is already there (%s); attaching, not launching", who)
                 run["events"].append({"at": time.time(), "what": "attached", "pid": who.get("pid")})
                 return self._watch(run, ckpt, spec, state.get("launched_at"), state.get("pid"))
-            window = _given(self.restart_window, float, spec.supervise.restart_window)
-            budget = _given(self.max_restarts, int, spec.supervise.max_restarts)
+            settings = self._settings(spec)
+            window, budget = settings["restart_window"], int(settings["max_restarts"])
             spent = driver.restarts_in_window(state, window)
             if len(spent) > budget:
                 raise RestartBudgetSpent(
@@ -212,7 +231,7 @@ class StreamingSupervisorOperator(BaseOperator):
                 watch_until=run["watch_until"],
                 started_at=started_at,
                 pid=pid,
-                poll_seconds=float(self.poll_seconds),
+                poll_seconds=self._settings(spec)["poll_seconds"],
                 echo={"run": run},
             ),
             method_name="resume_watch",
@@ -247,7 +266,7 @@ class StreamingSupervisorOperator(BaseOperator):
         run["events"].append(
             {"at": time.time(), "what": health.get("verdict"), "why": health.get("reason")}
         )
-        first = _given(self.restart_backoff, float, spec.supervise.restart_backoff)
+        first = self._settings(spec)["restart_backoff"]
         backoff = min(first * 2 ** (run["restarts"] - 1), MAX_BACKOFF)
         run["not_before"] = time.time() + backoff
         return self._step(context, run, spec)

@@ -20,6 +20,7 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from statekeeper.health import ALIVE_VERDICTS, RESTART_VERDICTS
+from statekeeper.params import SUPERVISE_BOUNDS
 
 
 class CheckpointFreeTrigger(BaseTrigger):
@@ -90,7 +91,8 @@ class DriverWatchTrigger(BaseTrigger):
         self.started_at = started_at
         self.pid = pid
         self.until_healthy = until_healthy
-        self.poll_seconds = poll_seconds
+        # Never faster than the bound, however the value arrived: the triggerer is shared.
+        self.poll_seconds = max(float(poll_seconds), SUPERVISE_BOUNDS["poll_seconds"].minimum)
         self.echo = echo or {}
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
