@@ -143,10 +143,11 @@ def stop(checkpoint: str, state: dict[str, Any], grace: float = 30.0) -> str:
     if info and info.get("host") != host:
         return f"driver on {info.get('host')} (pid {info.get('pid')}) is not on this host; stop it there"
     driver_pid: int | None = None
+    driver_start: object = None  # with the pid: who it must still be when the SIGKILL goes
     if info.get("pid"):
         why = procs.identity_problem(int(info["pid"]), info.get("start"))
         if why is None:
-            driver_pid = int(info["pid"])
+            driver_pid, driver_start = int(info["pid"]), info.get("start")
         else:
             notes.append(f"lock holder not signalled: {why}")
     group: int | None = None
@@ -154,7 +155,8 @@ def stop(checkpoint: str, state: dict[str, Any], grace: float = 30.0) -> str:
         why = procs.identity_problem(int(state["pid"]), state.get("start"))
         if why is None:
             group = int(state["pid"]) if state.get("pgid") == state.get("pid") else None
-            driver_pid = driver_pid or (None if group else int(state["pid"]))
+            if driver_pid is None and group is None:
+                driver_pid, driver_start = int(state["pid"]), state.get("start")
         else:
             notes.append(f"launched pid not signalled: {why}")
     note = f" ({'; '.join(notes)})" if notes else ""
@@ -171,10 +173,30 @@ def stop(checkpoint: str, state: dict[str, Any], grace: float = 30.0) -> str:
         if not lock.is_held(checkpoint) and not _alive(driver_pid, group):
             return f"stopped driver {driver_pid or group} (SIGTERM){note}"
         time.sleep(0.5)
+    # The grace period is long enough for the driver to exit and its pid to be reused: each pid
+    # is proven again right before the SIGKILL, as it was before the SIGTERM.
+    killed: list[int] = []
+    late: list[str] = []
     if driver_pid is not None:
-        _signal(driver_pid, signal.SIGKILL)
-    _signal_group(group, signal.SIGKILL)
-    return f"killed driver {driver_pid or group} after {grace:.0f}s (SIGKILL){note}"
+        why = procs.identity_problem(driver_pid, driver_start)
+        if why is None:
+            _signal(driver_pid, signal.SIGKILL)
+            killed.append(driver_pid)
+        else:
+            late.append(why)
+    if group is not None:
+        why = procs.identity_problem(group, state.get("start"))
+        if why is None:
+            _signal_group(group, signal.SIGKILL)
+            killed.append(group)
+        else:
+            late.append(why)
+    if late:
+        notes.append(f"not killed: {'; '.join(late)}")
+        note = f" ({'; '.join(notes)})"
+    if not killed:
+        return f"nothing killed after {grace:.0f}s{note}"
+    return f"killed driver {killed[0]} after {grace:.0f}s (SIGKILL){note}"
 
 
 def _alive(pid: int | None, group: int | None) -> bool:

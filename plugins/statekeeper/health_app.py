@@ -59,19 +59,24 @@ def _spec(job: str):
 
 
 def _time(value: str | None, name: str) -> float | None:
-    """An ISO-8601 time (``2026-11-23T09:00:00Z``) or epoch seconds."""
+    """An ISO-8601 time (``2026-11-23T09:00:00Z``) or epoch seconds, one a calendar holds."""
     if value is None or value == "":
         return None
     try:
-        return float(value)
-    except ValueError:
+        seconds = float(value)
+        # 1e20, inf or nan parse as floats but name no instant: every reader of the range
+        # turns it into a date, so it is refused here rather than a 500 there.
+        datetime.fromtimestamp(seconds, UTC)
+        return seconds
+    except (ValueError, OverflowError, OSError):
         pass
     try:
         dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         raise HTTPException(
             status_code=400,
-            detail=f"{name}={value!r} is not a time; use ISO-8601 (2026-11-23T09:00:00Z) or epoch seconds",
+            detail=f"{name}={value!r} is not a time; use ISO-8601 (2026-11-23T09:00:00Z) or "
+            "epoch seconds between 1970 and 9999",
         ) from None
     return (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp()  # naive times are UTC
 

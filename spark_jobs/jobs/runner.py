@@ -111,7 +111,10 @@ def failure(spec: JobSpec, exc: BaseException) -> JobFailed:
     from spark_jobs.kafka.source import data_loss_line
 
     lost = data_loss_line(spec, str(exc))
-    return JobFailed(lost or f"job {spec.name} failed: {spark_errors.reason(exc)}")
+    if lost:
+        return JobFailed(lost)
+    head = f"job {spec.name} failed: "
+    return JobFailed(head + spark_errors.reason(exc, spark_errors.LINE_LIMIT - len(head)))
 
 
 def build_stream(spark: Any, spec: JobSpec) -> Any:

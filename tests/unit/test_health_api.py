@@ -95,6 +95,15 @@ def test_progress_limit_range_and_unknown_job(client):
     assert http.get("/api/jobs/keyed/progress", params={"since": "yesterday"}).status_code == 400
 
 
+@pytest.mark.parametrize("when", ["1e20", "-1e20", "nan", "inf"])
+@pytest.mark.parametrize("route", ["series", "progress"])
+def test_a_time_no_calendar_holds_is_a_400_with_its_reason(client, route, when):
+    http, _ = client
+    got = http.get(f"/api/jobs/keyed/{route}", params={"since": when})
+    assert got.status_code == 400, got.text
+    assert got.json()["detail"].startswith(f"since={when!r} is not a time")
+
+
 def test_series_downsamples_long_histories(client):
     http, root = client
     log = _log(root, "keyed")
