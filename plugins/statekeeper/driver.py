@@ -92,6 +92,27 @@ def write_state(checkpoint: str, state: dict[str, Any]) -> None:
     os.replace(tmp, target)
 
 
+def ask_stop(checkpoint: str, by: str, now: float | None = None) -> dict[str, Any]:
+    """Keep a stop asked by ``by`` in ``supervisor.json``: no supervisor launches or restarts
+    the driver until :func:`lift_stop`. The state as written."""
+    now = time.time() if now is None else now
+    state = read_state(checkpoint)
+    state["stop"] = {
+        "by": by,
+        "asked_at": now,
+        "asked_at_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
+    }
+    write_state(checkpoint, state)
+    return state
+
+
+def lift_stop(checkpoint: str) -> None:
+    """Supervise again: drop a kept stop (``action=start``)."""
+    state = read_state(checkpoint)
+    if state.pop("stop", None) is not None:
+        write_state(checkpoint, state)
+
+
 def launched_pid_alive(state: dict[str, Any]) -> bool:
     """True while the driver recorded in ``supervisor.json`` runs: same host, and the pid is still
     that process (start time and command line), not a reused pid."""

@@ -219,7 +219,7 @@ def supervisor_dag(job: str, doc_md: str | None = None) -> DAG:
         default_args=default_args(spec.owner),
         tags=["statekeeper", "supervisor", "continuous", *spec.tags],
         params={
-            "action": Param("supervise", type="string", enum=["supervise", "stop"], description="supervise: start the driver if none runs, watch it, restart it when dead or stalled. stop: stop the running driver (e.g. before maintenance)."),
+            "action": Param("supervise", type="string", enum=["supervise", "stop", "start"], description="supervise: start the driver if none runs, watch it, restart it when dead or stalled. stop: stop the running driver (e.g. before maintenance); the stop is kept, later runs launch nothing. start: lift a kept stop and supervise."),
             "trigger": Param(str(spec.trigger), type="string", pattern="^processing-time:", description="The query's processing-time trigger, e.g. processing-time:30s."),
             "watch_minutes": Param(10, type="number", exclusiveMinimum=0, maximum=B["watch_seconds"].maximum / 60, description=f"How long one run watches the driver; the next scheduled run takes over. At most a day ({B['watch_seconds'].why})."),
             "restart_backoff_seconds": Param(None, type=["null", "number"], **B["restart_backoff"].schema(), description=f"First wait before relaunching a dead driver (doubles per restart). Empty: the spec's supervise.restart_backoff. ({B['restart_backoff'].why})"),

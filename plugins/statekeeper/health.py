@@ -15,10 +15,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from spark_jobs.contract.blocks import Supervise
+from spark_jobs.contract.lock import is_maintenance
 from spark_jobs.runtime.lag import total_behind
 from spark_jobs.runtime.progress import HEARTBEAT, is_batch, is_idle
 
 RESTART_VERDICTS = ("dead", "stalled")
+# A restore, rollback, repartition, ... holds the checkpoint: waited for, never restarted.
+MAINTENANCE = "maintenance"
 ALIVE_VERDICTS = ("healthy", "idle")  # a started driver: processing, or caught up and waiting
 
 
@@ -50,7 +53,7 @@ class Thresholds:
 
 @dataclass
 class Health:
-    verdict: str  # healthy | idle | stalled | dead | starting
+    verdict: str  # healthy | idle | stalled | dead | starting | maintenance
     reason: str
     warnings: list[str] = field(default_factory=list)
     progress_age: float | None = None
@@ -92,9 +95,17 @@ def assess(
     th: Thresholds,
     now: float | None = None,
     started_at: float | None = None,
+    holder: dict[str, Any] | None = None,
 ) -> Health:
-    """The verdict for one job. ``records`` are its progress records, oldest first."""
+    """The verdict for one job. ``records`` are its progress records, oldest first; ``holder``
+    the lock file's fields when the checkpoint is locked (its purpose says run or maintenance)."""
     now = time.time() if now is None else now
+    if holder is not None and is_maintenance(holder):
+        return Health(
+            MAINTENANCE,
+            f"{holder.get('purpose')} in progress (pid {holder.get('pid')} since "
+            f"{holder.get('since')}); the supervisor waits for it to release the checkpoint",
+        )
     if not driver_alive:
         return Health("dead", "no driver holds the checkpoint lock")
     # Only progress written by this driver counts: an old log says nothing about a new process.

@@ -134,13 +134,14 @@ def _tail(checkpoint: str) -> Tail:
 def status(spec: JobSpec, tail: Tail, now: float) -> tuple[str, str, list[str]]:
     """(status, reason, warnings) from the supervisor's own verdicts."""
     try:
-        alive = lock.holder(spec.checkpoint) is not None
+        who = lock.holder(spec.checkpoint)
     except UserError:  # a remote checkpoint: no lock to probe from here
-        alive = False
+        who = None
+    alive = who is not None
     if not tail.recent and not alive:
         return "never_run", "no progress recorded yet", []
     th = Thresholds.from_spec(spec.supervise, spec.trigger.interval_seconds)
-    h = assess(tail.recent, alive, th, now=now)
+    h = assess(tail.recent, alive, th, now=now, holder=who)
     if h.verdict == "dead" and spec.mode == "catch-up":
         return "idle", "catch-up job between runs: the next run starts on its schedule", h.warnings
     return (

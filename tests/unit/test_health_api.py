@@ -176,3 +176,13 @@ def test_source_lag_shown_only_when_a_record_carries_it(client):
     assert rows["bucketed"]["lag"] == {"kafka": 1200} and rows["keyed"]["lag"] is None
     page = http.get("/").text
     assert page.count("data-field=lag") == 1 and "lag kafka: 1,200" in page
+
+
+def test_a_checkpoint_locked_for_maintenance_shows_maintenance(client):
+    from spark_jobs.runtime.lock import JobLock
+
+    http, root = client
+    with JobLock(str(root / "checkpoints" / "keyed"), job="keyed", purpose="rollback"):
+        rows = {r["job"]: r for r in http.get("/api/health").json()}
+    assert rows["keyed"]["status"] == "maintenance"
+    assert rows["keyed"]["reason"].startswith("rollback in progress")
