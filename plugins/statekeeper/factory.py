@@ -10,6 +10,7 @@ from typing import Any
 
 from airflow.sdk import DAG, Asset, Param
 
+from statekeeper import dag_ids
 from statekeeper.backfill import BackfillPlanOperator
 from statekeeper.operators import (
     CheckpointValidateOperator,
@@ -87,7 +88,7 @@ def catchup_dag(job: str, doc_md: str | None = None) -> DAG:
     doc += f"- input: `{', '.join(spec.inputs.values())}`\n- output: `{spec.output}`\n"
     doc += f"- checkpoint: `{spec.checkpoint}`\n- spec: `include/jobs/{job}.yaml`\n"
     with DAG(
-        dag_id=f"catchup_{job}",
+        dag_id=dag_ids.catchup(job),
         description=f"Catch-up (available-now) run of {job}, then quality, then its Asset",
         doc_md=doc,
         schedule=None if continuous else spec.schedule,
@@ -209,7 +210,7 @@ def supervisor_dag(job: str, doc_md: str | None = None) -> DAG:
     spec = load_spec(job)
     B = SUPERVISE_BOUNDS
     with DAG(
-        dag_id=f"supervise_{job}",
+        dag_id=dag_ids.supervise(job),
         description=f"Keeps one processing-time query of {job} alive and healthy",
         doc_md=(doc_md or "") + f"\n\n**Job `{job}`**: {spec.description}\n\n- checkpoint: `{spec.checkpoint}`\n",
         schedule="*/10 * * * *",

@@ -291,9 +291,10 @@ def job_row(spec: JobSpec, now: float | None = None) -> dict[str, Any]:
     return row
 
 
-def health(now: float | None = None) -> list[dict[str, Any]]:
+def health(now: float | None = None, jobs: list[JobSpec] | None = None) -> list[dict[str, Any]]:
+    """One row per job of ``jobs`` (default: every spec)."""
     now = time.time() if now is None else now
-    return [job_row(s, now) for s in specs()]
+    return [job_row(s, now) for s in (specs() if jobs is None else jobs)]
 
 
 @dataclass
