@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from spark_jobs.contract import paths
-from spark_jobs.runtime import lock, procs, progress
+from spark_jobs.contract.progress_log import BatchProgress, Heartbeat, IdleEvent, ProgressLog
+from spark_jobs.runtime import lock, procs
 
 SUPERVISOR_FILE = "supervisor.json"  # under <checkpoint>/_statekeeper/: launches and restarts
 DRIVER_LOG = "driver.log"
@@ -49,32 +50,14 @@ def holder(checkpoint: str) -> dict[str, Any] | None:
     return lock.holder(checkpoint)
 
 
-def tail_progress(checkpoint: str, max_bytes: int = 256_000) -> list[dict[str, Any]]:
-    """The last progress records, idle and heartbeat ones included (oldest first), reading only
-    the end of the log (the last rotated file too, when the current one is short)."""
-    if paths.local_path(progress.progress_path(checkpoint)) is None:
-        return progress.read_progress(checkpoint, idle=True)
-    chunks: list[bytes] = []
-    need, cut = max_bytes, False
-    for f in reversed(progress.log_files(checkpoint)[-2:]):
-        with open(f, "rb") as fh:
-            size = fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, size - need))
-            chunks.insert(0, fh.read())
-        need -= min(size, need)
-        cut = need <= 0
-        if cut:
-            break
-    lines = b"".join(chunks).decode("utf-8", "replace").splitlines()
-    if cut:
-        lines = lines[1:]  # the first line may be cut
-    out = []
-    for line in lines:
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
+TAIL_RECORDS = 200  # the supervisor's look back: well past health.Thresholds.window batches
+
+
+def tail_progress(checkpoint: str, n: int = TAIL_RECORDS) -> list[dict[str, Any]]:
+    """The last ``n`` progress records, idle and heartbeat ones included (oldest first), read
+    backwards from the end of the log across its rotated files."""
+    kinds = (BatchProgress, IdleEvent, Heartbeat)
+    return [r.raw for r in ProgressLog(checkpoint).tail(n, kinds=kinds)]
 
 
 def read_state(checkpoint: str) -> dict[str, Any]:

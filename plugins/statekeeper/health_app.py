@@ -22,8 +22,8 @@ from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from spark_jobs.contract.errors import UserError
+from spark_jobs.contract.progress_log import BatchProgress, Heartbeat, IdleEvent, ProgressLog
 from spark_jobs.contract.spec import JobSpec
-from spark_jobs.runtime import progress_tail
 from statekeeper import dag_ids, health_page, health_report
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -156,13 +156,11 @@ def create_app(auth: bool = True) -> FastAPI:
     ) -> list[dict[str, Any]]:
         """The job's newest ``limit`` progress records in [since, until], oldest first."""
         spec = access.job(job)
-        return progress_tail.newest_records(
-            spec.checkpoint,
-            limit=limit,
-            since=_time(since, "since"),
-            until=_time(until, "until"),
-            idle=idle,
+        kinds = (BatchProgress, Heartbeat, IdleEvent) if idle else (BatchProgress, Heartbeat)
+        records = ProgressLog(spec.checkpoint).tail(
+            limit, since=_time(since, "since"), until=_time(until, "until"), kinds=kinds
         )
+        return [r.raw for r in records]  # exactly as logged
 
     @app.get("/api/jobs/{job}/series")
     def api_series(

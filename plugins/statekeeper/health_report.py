@@ -8,7 +8,6 @@ request over many jobs with long histories costs a few small reads per job.
 from __future__ import annotations
 
 import bisect
-import json
 import os
 import time
 from collections import OrderedDict
@@ -19,6 +18,7 @@ from typing import Any
 
 from spark_jobs.contract import delta, paths
 from spark_jobs.contract.errors import UserError
+from spark_jobs.contract.progress_log import BatchProgress, Follower, ProgressLog
 from spark_jobs.contract.spec import JobSpec, list_jobs, load_spec
 from spark_jobs.runtime import lock, progress, progress_tail
 from statekeeper import batch_metrics as bm
@@ -86,11 +86,11 @@ class Tail:
 def read_tail(checkpoint: str) -> Tail:
     recent: list[dict[str, Any]] = []
     batches: list[dict[str, Any]] = []
-    for i, rec in enumerate(progress_tail.backwards(checkpoint)):
+    for i, rec in enumerate(ProgressLog(checkpoint).backwards()):
         if len(recent) < WINDOW:
-            recent.append(rec)
-        if not progress.is_idle(rec) and len(batches) < WINDOW:
-            batches.append(rec)
+            recent.append(rec.raw)
+        if not progress.is_idle(rec.raw) and len(batches) < WINDOW:
+            batches.append(rec.raw)
         if (len(recent) >= WINDOW and len(batches) >= WINDOW) or i >= MAX_SCAN:
             break
     tail = Tail(recent[::-1], batches[::-1])
@@ -299,44 +299,33 @@ def health(now: float | None = None, jobs: list[JobSpec] | None = None) -> list[
 
 @dataclass
 class _History:
-    ino: int
-    size: int = 0  # bytes parsed so far (whole lines only)
+    follower: Follower
     newest_event: float | None = None
     points: list[dict[str, Any]] = field(default_factory=list)
 
 
 HISTORIES = 8  # logs whose parsed history is kept (about 1 MB per 1,000 batches)
-_histories: OrderedDict[Path, _History] = OrderedDict()
+_histories: OrderedDict[str, _History] = OrderedDict()
 
 
-def history_points(log: Path) -> list[dict[str, Any]]:
-    """Chart points of every batch of a local progress log, oldest first. Parsed once, then only
-    the lines appended since are read; a log rewritten or replaced is read again."""
-    try:
-        st = os.stat(log)
-    except FileNotFoundError:
-        return []
-    h = _histories.pop(log, None)
-    if h is None or h.ino != st.st_ino or st.st_size < h.size:
-        h = _History(st.st_ino)
-    if st.st_size > h.size:
-        with open(log, "rb") as fh:
-            fh.seek(h.size)
-            data = fh.read(st.st_size - h.size)
-        end = data.rfind(b"\n") + 1  # a line still being written waits for the next read
-        for line in data[:end].split(b"\n"):
-            try:
-                rec = json.loads(line) if line.strip() else None
-            except ValueError:
-                continue
-            if not isinstance(rec, dict) or progress.is_idle(rec):
-                continue
-            t = bm.newest_event_seconds(rec)
-            if t is not None:
-                h.newest_event = t if h.newest_event is None else max(h.newest_event, t)
-            h.points.append(bm.point(rec, h.newest_event))
-        h.size += end
-    _histories[log] = h
+def history_points(checkpoint: str) -> list[dict[str, Any]]:
+    """Chart points of every batch of a progress log (its rotated files included), oldest
+    first. Parsed once, then only the lines appended since are read (across a rotation); a log
+    replaced or truncated is read again."""
+    h = _histories.pop(checkpoint, None)
+    if h is None:
+        h = _History(ProgressLog(checkpoint).follow(from_start=True))
+    new = h.follower.read_new()
+    if h.follower.restarted:
+        h.points, h.newest_event = [], None
+    for rec in new:
+        if not isinstance(rec, BatchProgress):
+            continue
+        t = bm.newest_event_seconds(rec.raw)
+        if t is not None:
+            h.newest_event = t if h.newest_event is None else max(h.newest_event, t)
+        h.points.append(bm.point(rec.raw, h.newest_event))
+    _histories[checkpoint] = h
     while len(_histories) > HISTORIES:
         _histories.popitem(last=False)
     return h.points
@@ -351,14 +340,11 @@ def series(
 ) -> dict[str, Any]:
     """Chart points of the job's batches in a time range (or its ``last`` batches), downsampled
     to at most ``points``."""
-    local = paths.local_path(progress.progress_path(spec.checkpoint))
-    if last is not None or local is None:  # the newest batches: read back from the end
-        records = progress_tail.newest_records(
-            spec.checkpoint, limit=last, since=since, until=until
-        )
-        pts = bm.points(records)
+    if last is not None:  # the newest batches: read back from the end
+        records = ProgressLog(spec.checkpoint).tail(last, since=since, until=until)
+        pts = bm.points([r.raw for r in records])
     else:  # a time range: from the job's cached history, extended by what was appended since
-        pts = history_points(local)
+        pts = history_points(spec.checkpoint)
         times = [p["t"] or 0.0 for p in pts]
         lo = bisect.bisect_left(times, since) if since is not None else 0
         hi = bisect.bisect_right(times, until) if until is not None else len(pts)
