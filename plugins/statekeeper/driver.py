@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_jobs.contract import paths
+from spark_jobs.contract.lock import RUN
 from spark_jobs.contract.progress_log import BatchProgress, Heartbeat, IdleEvent, ProgressLog
 from spark_jobs.runtime import lock, procs
 
@@ -125,7 +126,9 @@ def record_restart(checkpoint: str, window: float, now: float | None = None) -> 
     return len(state["restarts"])
 
 
-STOPPABLE_PURPOSES = ("run",)  # a rollback, restore or snapshot holding the lock is left alone
+STOPPABLE_PURPOSES = (
+    RUN,
+)  # maintenance (contract.lock.MAINTENANCE) holding the lock is left alone
 
 
 def stop(checkpoint: str, state: dict[str, Any], grace: float = 30.0) -> str:
