@@ -2,7 +2,8 @@
 
 Every secret docker-compose.yaml requires (``${NAME:?...}``) gets a random value; the Fernet key
 is 32 random bytes, URL-safe base64, as Airflow wants it. An existing ``.env`` is never
-overwritten (its secrets encrypt data already stored): delete it yourself to start over.
+overwritten (its secrets encrypt data already stored): it only gains the secrets it lacks;
+delete it yourself to start over.
 """
 
 from __future__ import annotations
@@ -29,9 +30,22 @@ def value(name: str) -> str:
 
 
 def write_env(target: Path, compose: Path) -> list[str]:
-    if target.exists():
-        raise SystemExit(f"make_env: {target} exists; keeping it (delete it to make new secrets)")
+    """Write the secrets ``compose`` requires into ``target``; the names written. An existing
+    file keeps every value it has (they guard data already stored) and gains only the names it
+    lacks (a secret added by a newer compose file); with none lacking, nothing is done."""
     names = required(compose)
+    if target.exists():
+        have = {ln.split("=", 1)[0].strip() for ln in target.read_text().splitlines() if "=" in ln}
+        missing = [n for n in names if n not in have]
+        if not missing:
+            raise SystemExit(
+                f"make_env: {target} exists; keeping it (delete it to make new secrets)"
+            )
+        text = target.read_text()
+        sep = "" if text.endswith("\n") or not text else "\n"
+        target.write_text(text + sep + "".join(f"{n}={value(n)}\n" for n in missing))
+        target.chmod(0o600)
+        return missing
     lines = ["# Written by scripts/make_env.py: random secrets for docker-compose. Never commit."]
     lines += [f"{n}={value(n)}" for n in names]
     target.write_text("\n".join(lines) + "\n")

@@ -1,4 +1,5 @@
-"""What one progress record says, as the numbers the health page shows (pure functions).
+"""What one progress record (the contract's typed ``BatchProgress``) says, as the numbers the
+health page shows (pure functions).
 
 State keys: an arbitrary-state job's record carries a top-level ``keys`` object counting user
 keys; Spark's ``numRowsTotal`` counts state rows, which for the batched executor are hash
@@ -9,66 +10,41 @@ from __future__ import annotations
 
 from typing import Any
 
-from spark_jobs.runtime.progress_tail import record_time
+from spark_jobs.contract.progress_log import BatchProgress, iso_seconds
 
 EPOCH_ISO = "1970-01-01T00:00:00.000Z"  # Spark's watermark before the first one is set
 
 
-def _ops_sum(rec: dict[str, Any], key: str) -> int | None:
-    ops = rec.get("stateOperators") or []
-    if not ops:
-        return None
-    return sum(int(op.get(key) or 0) for op in ops)
-
-
-def state_keys(rec: dict[str, Any]) -> int | None:
-    keys = rec.get("keys")
-    if isinstance(keys, dict) and keys.get("total") is not None:
-        return int(keys["total"])
-    return _ops_sum(rec, "numRowsTotal")
-
-
-def state_memory_bytes(rec: dict[str, Any]) -> int | None:
-    return _ops_sum(rec, "memoryUsedBytes")
-
-
-def dropped_by_watermark(rec: dict[str, Any]) -> int | None:
-    return _ops_sum(rec, "numRowsDroppedByWatermark")
-
-
-def batch_duration_ms(rec: dict[str, Any]) -> float | None:
-    dur = (rec.get("durationMs") or {}).get("triggerExecution", rec.get("batchDuration"))
-    return float(dur) if isinstance(dur, int | float) else None
+def batch_duration_ms(rec: BatchProgress) -> float | None:
+    return rec.duration_ms.get("triggerExecution")
 
 
 def _iso_seconds(text: Any) -> float | None:
-    if not isinstance(text, str) or text == EPOCH_ISO:
-        return None
-    return record_time({"timestamp": text})
+    return None if text == EPOCH_ISO else iso_seconds(text)
 
 
-def watermark(rec: dict[str, Any]) -> str | None:
+def watermark(rec: BatchProgress) -> str | None:
     """The watermark after this batch (ISO), None before the first one is set."""
-    wm = (rec.get("eventTime") or {}).get("watermark")
+    wm = rec.event_time.get("watermark")
     return wm if _iso_seconds(wm) is not None else None
 
 
-def newest_event_seconds(rec: dict[str, Any]) -> float | None:
+def newest_event_seconds(rec: BatchProgress) -> float | None:
     """The newest event time the batch read (a batch without data has none)."""
-    return _iso_seconds((rec.get("eventTime") or {}).get("max"))
+    return _iso_seconds(rec.event_time.get("max"))
 
 
-def watermark_delay_seconds(rec: dict[str, Any], newest_event: float | None = None) -> float | None:
+def watermark_delay_seconds(rec: BatchProgress, newest_event: float | None = None) -> float | None:
     """How far the watermark after this batch is behind the newest event seen so far
     (``newest_event``, else this batch's own newest event)."""
-    wm = _iso_seconds((rec.get("eventTime") or {}).get("watermark"))
+    wm = _iso_seconds(rec.event_time.get("watermark"))
     newest = newest_event if newest_event is not None else newest_event_seconds(rec)
     if newest is None or wm is None:
         return None
     return round(newest - wm, 3)
 
 
-def points(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def points(records: list[BatchProgress]) -> list[dict[str, Any]]:
     """One chart point per batch record (oldest first); the watermark delay is measured against
     the newest event seen up to that batch, so batches without data still have one."""
     out, newest = [], None
@@ -80,13 +56,13 @@ def points(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def source_lag(rec: dict[str, Any]) -> Any:
+def source_lag(rec: BatchProgress) -> Any:
     """Per-source lag when the record carries one (a top-level ``lag``, or a Kafka source's
     ``maxOffsetsBehindLatest``); None when no source reports lag."""
-    if rec.get("lag") is not None:
-        return rec["lag"]
+    if rec.raw.get("lag") is not None:
+        return rec.raw["lag"]
     lag = {}
-    for src in rec.get("sources") or []:
+    for src in rec.sources:
         behind = (src.get("metrics") or {}).get("maxOffsetsBehindLatest")
         if src.get("lag") is not None:
             lag[str(src.get("description"))] = src["lag"]
@@ -95,19 +71,19 @@ def source_lag(rec: dict[str, Any]) -> Any:
     return lag or None
 
 
-def point(rec: dict[str, Any], newest_event: float | None = None) -> dict[str, Any]:
+def point(rec: BatchProgress, newest_event: float | None = None) -> dict[str, Any]:
     """One batch record's chart point."""
     return {
-        "t": record_time(rec),
-        "batch": rec.get("batchId"),
-        "input_rows": rec.get("numInputRows"),
-        "input_rows_per_second": rec.get("inputRowsPerSecond"),
-        "processed_rows_per_second": rec.get("processedRowsPerSecond"),
+        "t": rec.time,
+        "batch": rec.batch_id,
+        "input_rows": rec.num_input_rows,
+        "input_rows_per_second": rec.input_rows_per_second,
+        "processed_rows_per_second": rec.processed_rows_per_second,
         "batch_duration_ms": batch_duration_ms(rec),
-        "state_keys": state_keys(rec),
-        "state_memory_bytes": state_memory_bytes(rec),
+        "state_keys": rec.state_keys,
+        "state_memory_bytes": rec.state_memory_bytes,
         "watermark_delay_seconds": watermark_delay_seconds(rec, newest_event),
-        "dropped_by_watermark": dropped_by_watermark(rec),
+        "dropped_by_watermark": rec.dropped_by_watermark,
     }
 
 

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from spark_jobs.contract import paths
-from spark_jobs.runtime import lock, procs, progress
+from spark_jobs.contract.lock import RUN
+from spark_jobs.contract.progress_log import BatchProgress, Heartbeat, IdleEvent, ProgressLog
+from spark_jobs.runtime import lock, procs
 
 SUPERVISOR_FILE = "supervisor.json"  # under <checkpoint>/_statekeeper/: launches and restarts
 DRIVER_LOG = "driver.log"
@@ -49,32 +51,14 @@ def holder(checkpoint: str) -> dict[str, Any] | None:
     return lock.holder(checkpoint)
 
 
-def tail_progress(checkpoint: str, max_bytes: int = 256_000) -> list[dict[str, Any]]:
-    """The last progress records, idle and heartbeat ones included (oldest first), reading only
-    the end of the log (the last rotated file too, when the current one is short)."""
-    if paths.local_path(progress.progress_path(checkpoint)) is None:
-        return progress.read_progress(checkpoint, idle=True)
-    chunks: list[bytes] = []
-    need, cut = max_bytes, False
-    for f in reversed(progress.log_files(checkpoint)[-2:]):
-        with open(f, "rb") as fh:
-            size = fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, size - need))
-            chunks.insert(0, fh.read())
-        need -= min(size, need)
-        cut = need <= 0
-        if cut:
-            break
-    lines = b"".join(chunks).decode("utf-8", "replace").splitlines()
-    if cut:
-        lines = lines[1:]  # the first line may be cut
-    out = []
-    for line in lines:
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
+TAIL_RECORDS = 200  # the supervisor's look back: well past health.Thresholds.window batches
+
+
+def tail_progress(checkpoint: str, n: int = TAIL_RECORDS) -> list[dict[str, Any]]:
+    """The last ``n`` progress records, idle and heartbeat ones included (oldest first), read
+    backwards from the end of the log across its rotated files."""
+    kinds = (BatchProgress, IdleEvent, Heartbeat)
+    return [r.raw for r in ProgressLog(checkpoint).tail(n, kinds=kinds)]
 
 
 def read_state(checkpoint: str) -> dict[str, Any]:
@@ -90,6 +74,27 @@ def write_state(checkpoint: str, state: dict[str, Any]) -> None:
     tmp = target.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(state, indent=1, sort_keys=True))
     os.replace(tmp, target)
+
+
+def ask_stop(checkpoint: str, by: str, now: float | None = None) -> dict[str, Any]:
+    """Keep a stop asked by ``by`` in ``supervisor.json``: no supervisor launches or restarts
+    the driver until :func:`lift_stop`. The state as written."""
+    now = time.time() if now is None else now
+    state = read_state(checkpoint)
+    state["stop"] = {
+        "by": by,
+        "asked_at": now,
+        "asked_at_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
+    }
+    write_state(checkpoint, state)
+    return state
+
+
+def lift_stop(checkpoint: str) -> None:
+    """Supervise again: drop a kept stop (``action=start``)."""
+    state = read_state(checkpoint)
+    if state.pop("stop", None) is not None:
+        write_state(checkpoint, state)
 
 
 def launched_pid_alive(state: dict[str, Any]) -> bool:
@@ -121,7 +126,9 @@ def record_restart(checkpoint: str, window: float, now: float | None = None) -> 
     return len(state["restarts"])
 
 
-STOPPABLE_PURPOSES = ("run",)  # a rollback, restore or snapshot holding the lock is left alone
+STOPPABLE_PURPOSES = (
+    RUN,
+)  # maintenance (contract.lock.MAINTENANCE) holding the lock is left alone
 
 
 def stop(checkpoint: str, state: dict[str, Any], grace: float = 30.0) -> str:
@@ -143,10 +150,11 @@ def stop(checkpoint: str, state: dict[str, Any], grace: float = 30.0) -> str:
     if info and info.get("host") != host:
         return f"driver on {info.get('host')} (pid {info.get('pid')}) is not on this host; stop it there"
     driver_pid: int | None = None
+    driver_start: object = None  # with the pid: who it must still be when the SIGKILL goes
     if info.get("pid"):
         why = procs.identity_problem(int(info["pid"]), info.get("start"))
         if why is None:
-            driver_pid = int(info["pid"])
+            driver_pid, driver_start = int(info["pid"]), info.get("start")
         else:
             notes.append(f"lock holder not signalled: {why}")
     group: int | None = None
@@ -154,7 +162,8 @@ def stop(checkpoint: str, state: dict[str, Any], grace: float = 30.0) -> str:
         why = procs.identity_problem(int(state["pid"]), state.get("start"))
         if why is None:
             group = int(state["pid"]) if state.get("pgid") == state.get("pid") else None
-            driver_pid = driver_pid or (None if group else int(state["pid"]))
+            if driver_pid is None and group is None:
+                driver_pid, driver_start = int(state["pid"]), state.get("start")
         else:
             notes.append(f"launched pid not signalled: {why}")
     note = f" ({'; '.join(notes)})" if notes else ""
@@ -171,10 +180,30 @@ def stop(checkpoint: str, state: dict[str, Any], grace: float = 30.0) -> str:
         if not lock.is_held(checkpoint) and not _alive(driver_pid, group):
             return f"stopped driver {driver_pid or group} (SIGTERM){note}"
         time.sleep(0.5)
+    # The grace period is long enough for the driver to exit and its pid to be reused: each pid
+    # is proven again right before the SIGKILL, as it was before the SIGTERM.
+    killed: list[int] = []
+    late: list[str] = []
     if driver_pid is not None:
-        _signal(driver_pid, signal.SIGKILL)
-    _signal_group(group, signal.SIGKILL)
-    return f"killed driver {driver_pid or group} after {grace:.0f}s (SIGKILL){note}"
+        why = procs.identity_problem(driver_pid, driver_start)
+        if why is None:
+            _signal(driver_pid, signal.SIGKILL)
+            killed.append(driver_pid)
+        else:
+            late.append(why)
+    if group is not None:
+        why = procs.identity_problem(group, state.get("start"))
+        if why is None:
+            _signal_group(group, signal.SIGKILL)
+            killed.append(group)
+        else:
+            late.append(why)
+    if late:
+        notes.append(f"not killed: {'; '.join(late)}")
+        note = f" ({'; '.join(notes)})"
+    if not killed:
+        return f"nothing killed after {grace:.0f}s{note}"
+    return f"killed driver {killed[0]} after {grace:.0f}s (SIGKILL){note}"
 
 
 def _alive(pid: int | None, group: int | None) -> bool:

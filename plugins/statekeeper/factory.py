@@ -12,6 +12,7 @@ from typing import Any
 from airflow.sdk import DAG, Asset, Param
 from airflow.sdk.exceptions import AirflowFailException
 
+from statekeeper import dag_ids
 from statekeeper.backfill import BackfillPlanOperator
 from statekeeper.operators import (
     CheckpointValidateOperator,
@@ -19,6 +20,7 @@ from statekeeper.operators import (
     QualityCheckOperator,
     SparkJobsCliOperator,
 )
+from statekeeper.params import SUPERVISE_BOUNDS
 from statekeeper.submit import SparkJobRunOperator, SparkJobsSubmitOperator
 from statekeeper.supervisor import StreamingSupervisorOperator
 
@@ -88,7 +90,7 @@ def catchup_dag(job: str, doc_md: str | None = None) -> DAG:
     doc += f"- input: `{', '.join(spec.inputs.values())}`\n- output: `{spec.output}`\n"
     doc += f"- checkpoint: `{spec.checkpoint}`\n- spec: `include/jobs/{job}.yaml`\n"
     with DAG(
-        dag_id=f"catchup_{job}",
+        dag_id=dag_ids.catchup(job),
         description=f"Catch-up (available-now) run of {job}, then quality, then its Asset",
         doc_md=doc,
         schedule=None if continuous else spec.schedule,
@@ -208,8 +210,9 @@ def supervisor_dag(job: str, doc_md: str | None = None) -> DAG:
     from spark_jobs.contract.spec import load_spec
 
     spec = load_spec(job)
+    B = SUPERVISE_BOUNDS
     with DAG(
-        dag_id=f"supervise_{job}",
+        dag_id=dag_ids.supervise(job),
         description=f"Keeps one processing-time query of {job} alive and healthy",
         doc_md=(doc_md or "") + f"\n\n**Job `{job}`**: {spec.description}\n\n- checkpoint: `{spec.checkpoint}`\n",
         schedule="*/10 * * * *",
@@ -219,12 +222,12 @@ def supervisor_dag(job: str, doc_md: str | None = None) -> DAG:
         default_args=default_args(spec.owner),
         tags=["statekeeper", "supervisor", "continuous", *spec.tags],
         params={
-            "action": Param("supervise", type="string", enum=["supervise", "stop"], description="supervise: start the driver if none runs, watch it, restart it when dead or stalled. stop: stop the running driver (e.g. before maintenance)."),
+            "action": Param("supervise", type="string", enum=["supervise", "stop", "start"], description="supervise: start the driver if none runs, watch it, restart it when dead or stalled. stop: stop the running driver (e.g. before maintenance); the stop is kept, later runs launch nothing. start: lift a kept stop and supervise."),
             "trigger": Param(str(spec.trigger), type="string", pattern="^processing-time:", description="The query's processing-time trigger, e.g. processing-time:30s."),
-            "watch_minutes": Param(10, type="number", exclusiveMinimum=0, description="How long one run watches the driver; the next scheduled run takes over."),
-            "restart_backoff_seconds": Param(None, type=["null", "number"], description="First wait before relaunching a dead driver (doubles per restart). Empty: the spec's supervise.restart_backoff."),
-            "max_restarts": Param(spec.supervise.max_restarts, type="integer", minimum=0, description="Restarts allowed within the restart window (spec supervise.restart_window, counted across runs) before the task fails without retry and alerts."),
-            "poll_seconds": Param(10, type="number", exclusiveMinimum=0, description="How often the trigger reads the lock and the progress log."),
+            "watch_minutes": Param(10, type="number", exclusiveMinimum=0, maximum=B["watch_seconds"].maximum / 60, description=f"How long one run watches the driver; the next scheduled run takes over. At most a day ({B['watch_seconds'].why})."),
+            "restart_backoff_seconds": Param(None, type=["null", "number"], **B["restart_backoff"].schema(), description=f"First wait before relaunching a dead driver (doubles per restart). Empty: the spec's supervise.restart_backoff. ({B['restart_backoff'].why})"),
+            "max_restarts": Param(spec.supervise.max_restarts, type="integer", **B["max_restarts"].schema(), description=f"Restarts allowed within the restart window (spec supervise.restart_window, counted across runs) before the task fails without retry and alerts. ({B['max_restarts'].why})"),
+            "poll_seconds": Param(10, type="number", **B["poll_seconds"].schema(), description=f"How often the trigger reads the lock and the progress log. ({B['poll_seconds'].why})"),
             **path_params(),
         },
     ) as dag:  # fmt: skip

@@ -11,14 +11,23 @@ a Kafka lag that keeps growing). The verdict carries the Kafka lag per topic of 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from spark_jobs.contract.blocks import Supervise
+from spark_jobs.contract.lock import is_maintenance
+from spark_jobs.contract.progress_log import (
+    BatchProgress,
+    Heartbeat,
+    IdleEvent,
+    ProgressRecord,
+)
 from spark_jobs.runtime.lag import total_behind
-from spark_jobs.runtime.progress import HEARTBEAT, is_batch, is_idle
 
 RESTART_VERDICTS = ("dead", "stalled")
+# A restore, rollback, repartition, ... holds the checkpoint: waited for, never restarted.
+MAINTENANCE = "maintenance"
 ALIVE_VERDICTS = ("healthy", "idle")  # a started driver: processing, or caught up and waiting
 
 
@@ -50,7 +59,7 @@ class Thresholds:
 
 @dataclass
 class Health:
-    verdict: str  # healthy | idle | stalled | dead | starting
+    verdict: str  # healthy | idle | stalled | dead | starting | maintenance
     reason: str
     warnings: list[str] = field(default_factory=list)
     progress_age: float | None = None
@@ -67,38 +76,41 @@ class Health:
         return asdict(self)
 
 
-def _logged_at(rec: dict[str, Any]) -> float | None:
-    sk = rec.get("statekeeper") or {}
-    if isinstance(sk.get("logged_at"), int | float):
-        return float(sk["logged_at"])
-    ts = rec.get("timestamp")
-    if isinstance(ts, str):
-        try:
-            from datetime import datetime
-
-            return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return None
-    return None
-
-
-def _state(rec: dict[str, Any], key: str) -> int:
-    return sum(int(op.get(key) or 0) for op in rec.get("stateOperators") or [])
+def typed(records: Sequence[ProgressRecord | dict[str, Any]]) -> list[ProgressRecord]:
+    """Records as the contract's classes (lines as logged are parsed; unknown ones dropped)."""
+    out: list[ProgressRecord] = []
+    for r in records:
+        rec = r if isinstance(r, ProgressRecord) else ProgressRecord.from_json(r)
+        if rec is not None:
+            out.append(rec)
+    return out
 
 
 def assess(
-    records: list[dict[str, Any]],
+    records: Sequence[ProgressRecord | dict[str, Any]],
     driver_alive: bool,
     th: Thresholds,
     now: float | None = None,
     started_at: float | None = None,
+    holder: dict[str, Any] | None = None,
 ) -> Health:
-    """The verdict for one job. ``records`` are its progress records, oldest first."""
+    """The verdict for one job. ``records`` are its progress records, oldest first; ``holder``
+    the lock file's fields when the checkpoint is locked (its purpose says run or maintenance)."""
     now = time.time() if now is None else now
+    if holder is not None and is_maintenance(holder):
+        return Health(
+            MAINTENANCE,
+            f"{holder.get('purpose')} in progress (pid {holder.get('pid')} since "
+            f"{holder.get('since')}); the supervisor waits for it to release the checkpoint",
+        )
     if not driver_alive:
         return Health("dead", "no driver holds the checkpoint lock")
     # Only progress written by this driver counts: an old log says nothing about a new process.
-    recent = [r for r in records if started_at is None or (_logged_at(r) or 0) >= started_at]
+    recent = [
+        r
+        for r in typed(records)
+        if started_at is None or (r.logged_at or r.time or 0) >= started_at
+    ]
     if not recent:
         since = now - started_at if started_at else None
         if since is not None and since > th.startup_grace:
@@ -108,64 +120,67 @@ def assess(
         return Health("starting", "driver holds the lock; no progress yet")
     # Any record proves the driver is alive (a heartbeat: a batch is running); the batch checks
     # below read batch progress only.
-    age = now - (_logged_at(recent[-1]) or now)
-    idle = is_idle(recent[-1])
-    beat = recent[-1] if recent[-1].get("event") == HEARTBEAT else None
-    recent = [r for r in recent if is_batch(r)]
-    last = recent[-1] if recent else {}
+    newest = recent[-1]
+    age = now - (newest.logged_at or newest.time or now)
+    idle = isinstance(newest, IdleEvent)
+    beat = newest if isinstance(newest, Heartbeat) else None
+    batches = [r for r in recent if isinstance(r, BatchProgress)]
+    last = batches[-1] if batches else None
     h = Health(
         "idle" if idle else "healthy",
         "caught up, waiting for new data"
         if idle
-        else f"batch running for {beat.get('batch_running_seconds')}s"
+        else f"batch running for {beat.batch_running_seconds}s"
         if beat
         else "progressing",
         progress_age=round(age, 1),
-        batch_id=last.get("batchId"),
-        state_rows=_state(last, "numRowsTotal"),
-        state_keys=(last.get("keys") or {}).get("total"),
-        lag=total_behind(last),
+        batch_id=last.batch_id if last else None,
+        state_rows=(last.state_rows or 0) if last else 0,
+        state_keys=last.keys.total if last and last.keys else None,
+        lag=total_behind(last.raw) if last else {},
     )
     if age > th.max_progress_age:
         h.verdict, h.reason = (
             "stalled",
             f"last progress {age:.0f}s ago (limit {th.max_progress_age:.0f}s)",
         )
-    elif beat and float(beat.get("batch_running_seconds") or 0) > th.max_batch_duration:
+    elif beat and beat.batch_running_seconds > th.max_batch_duration:
         h.verdict, h.reason = (
             "stalled",
-            f"one batch has run {beat.get('batch_running_seconds')}s "
+            f"one batch has run {beat.batch_running_seconds}s "
             f"(limit max_batch_duration {th.max_batch_duration:.0f}s)",
         )
-    window = recent[-th.window :]
-    dur = (last.get("durationMs") or {}).get("triggerExecution")
+    if last is None:
+        return h
+    window = batches[-th.window :]
+    dur = last.duration_ms.get("triggerExecution")
     if (
         dur
         and th.trigger_interval
         and dur / 1000.0 > th.trigger_interval * th.max_batch_to_trigger_ratio
     ):
         h.warnings.append(
-            f"slow: batch {last.get('batchId')} took {dur / 1000:.1f}s for a {th.trigger_interval:g}s trigger"
+            f"slow: batch {last.batch_id} took {dur / 1000:.1f}s for a {th.trigger_interval:g}s trigger"
         )
-    busy = [r for r in window if (r.get("numInputRows") or 0) > 0]
+    busy = [r for r in window if r.num_input_rows > 0]
     if len(busy) >= 3 and all(
-        (r.get("inputRowsPerSecond") or 0) > (r.get("processedRowsPerSecond") or 0) for r in busy
+        (r.input_rows_per_second or 0) > (r.processed_rows_per_second or 0) for r in busy
     ):
         h.warnings.append("backlog: input rate above processing rate in the last batches")
-    totals = [_state(r, "numRowsTotal") for r in window]
+    totals = [r.state_rows or 0 for r in window]
     if (
         len(window) >= 3
         and all(b > a for a, b in zip(totals, totals[1:], strict=False))
-        and not any(_state(r, "numRowsRemoved") for r in window)
+        and not any(r.state_rows_removed for r in window)
     ):
         h.warnings.append(f"state growing with no rows removed ({totals[0]} -> {totals[-1]} rows)")
-    behind = [sum(total_behind(r).values()) for r in window]
+    behind = [sum(total_behind(r.raw).values()) for r in window]
     if len(window) >= 3 and h.lag and all(b > a for a, b in zip(behind, behind[1:], strict=False)):
         h.warnings.append(
             f"falling behind: Kafka lag grew in each of the last batches ({behind[0]} -> "
             f"{behind[-1]} records)"
         )
-    dropped = sum(_state(r, "numRowsDroppedByWatermark") for r in window)
+    dropped = sum(r.dropped_by_watermark or 0 for r in window)
     if dropped:
         h.warnings.append(f"late rows dropped by the watermark: {dropped} in the last batches")
     return h

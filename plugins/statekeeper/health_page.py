@@ -17,6 +17,7 @@ STATUS_LABEL = {
     "idle": "idle",
     "stalled": "stalled",
     "dead": "dead",
+    "maintenance": "maintenance",
     "never_run": "never run",
 }
 

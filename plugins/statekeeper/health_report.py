@@ -8,7 +8,6 @@ request over many jobs with long histories costs a few small reads per job.
 from __future__ import annotations
 
 import bisect
-import json
 import os
 import time
 from collections import OrderedDict
@@ -19,8 +18,9 @@ from typing import Any
 
 from spark_jobs.contract import delta, paths
 from spark_jobs.contract.errors import UserError
+from spark_jobs.contract.progress_log import BatchProgress, Follower, ProgressLog, ProgressRecord
 from spark_jobs.contract.spec import JobSpec, list_jobs, load_spec
-from spark_jobs.runtime import lock, progress, progress_tail
+from spark_jobs.runtime import lock, progress
 from statekeeper import batch_metrics as bm
 from statekeeper.health import Thresholds, assess
 
@@ -78,18 +78,18 @@ def spec_of(job: str) -> JobSpec:
 # -- the parts of a row --------------------------------------------------------------------------
 @dataclass
 class Tail:
-    recent: list[dict[str, Any]]  # the newest records, idle ones included, oldest first
-    batches: list[dict[str, Any]]  # the newest batch records, oldest first
+    recent: list[ProgressRecord]  # the newest records, idle ones included, oldest first
+    batches: list[BatchProgress]  # the newest batch records, oldest first
     facts: dict[str, Any] = field(default_factory=dict)  # the row's numbers (progress_facts)
 
 
 def read_tail(checkpoint: str) -> Tail:
-    recent: list[dict[str, Any]] = []
-    batches: list[dict[str, Any]] = []
-    for i, rec in enumerate(progress_tail.backwards(checkpoint)):
+    recent: list[ProgressRecord] = []
+    batches: list[BatchProgress] = []
+    for i, rec in enumerate(ProgressLog(checkpoint).backwards()):
         if len(recent) < WINDOW:
             recent.append(rec)
-        if not progress.is_idle(rec) and len(batches) < WINDOW:
+        if isinstance(rec, BatchProgress) and len(batches) < WINDOW:
             batches.append(rec)
         if (len(recent) >= WINDOW and len(batches) >= WINDOW) or i >= MAX_SCAN:
             break
@@ -98,28 +98,26 @@ def read_tail(checkpoint: str) -> Tail:
     return tail
 
 
-def progress_facts(batches: list[dict[str, Any]]) -> dict[str, Any]:
+def progress_facts(batches: list[BatchProgress]) -> dict[str, Any]:
     """The numbers of the last batch (and the watermark over the recent ones)."""
-    last = batches[-1] if batches else {}
-    last_t = progress_tail.record_time(last) if last else None
-    dropped = [bm.dropped_by_watermark(b) for b in batches]
+    last = batches[-1] if batches else None
+    dropped = [b.dropped_by_watermark for b in batches]
     pts = bm.points(batches)
+    end = pts[-1] if pts else {}
     return {
-        "last_batch_id": last.get("batchId"),
-        "last_batch_at": _iso(last_t),
-        "last_batch_time": last_t,
-        "input_rows": last.get("numInputRows"),
-        "input_rows_per_second": last.get("inputRowsPerSecond"),
-        "processed_rows_per_second": last.get("processedRowsPerSecond"),
-        "batch_duration_ms": pts[-1]["batch_duration_ms"] if pts else None,
-        "state_keys": pts[-1]["state_keys"] if pts else None,
-        "state_keys_counted": ("keys" if isinstance(last.get("keys"), dict) else "state_rows")
-        if last
-        else None,
-        "state_memory_bytes": pts[-1]["state_memory_bytes"] if pts else None,
+        "last_batch_id": last.batch_id if last else None,
+        "last_batch_at": _iso(last.time) if last else None,
+        "last_batch_time": last.time if last else None,
+        "input_rows": last.num_input_rows if last else None,
+        "input_rows_per_second": last.input_rows_per_second if last else None,
+        "processed_rows_per_second": last.processed_rows_per_second if last else None,
+        "batch_duration_ms": end.get("batch_duration_ms"),
+        "state_keys": end.get("state_keys"),
+        "state_keys_counted": ("keys" if last.keys is not None else "state_rows") if last else None,
+        "state_memory_bytes": end.get("state_memory_bytes"),
         "watermark": _newest(batches, bm.watermark),
-        "watermark_delay_seconds": pts[-1]["watermark_delay_seconds"] if pts else None,
-        "dropped_by_watermark": pts[-1]["dropped_by_watermark"] if pts else None,
+        "watermark_delay_seconds": end.get("watermark_delay_seconds"),
+        "dropped_by_watermark": end.get("dropped_by_watermark"),
         "dropped_by_watermark_recent": sum(d for d in dropped if d) if batches else None,
         "recent_batches": len(batches),
         "lag": bm.source_lag(last) if last else None,
@@ -134,13 +132,14 @@ def _tail(checkpoint: str) -> Tail:
 def status(spec: JobSpec, tail: Tail, now: float) -> tuple[str, str, list[str]]:
     """(status, reason, warnings) from the supervisor's own verdicts."""
     try:
-        alive = lock.holder(spec.checkpoint) is not None
+        who = lock.holder(spec.checkpoint)
     except UserError:  # a remote checkpoint: no lock to probe from here
-        alive = False
+        who = None
+    alive = who is not None
     if not tail.recent and not alive:
         return "never_run", "no progress recorded yet", []
     th = Thresholds.from_spec(spec.supervise, spec.trigger.interval_seconds)
-    h = assess(tail.recent, alive, th, now=now)
+    h = assess(tail.recent, alive, th, now=now, holder=who)
     if h.verdict == "dead" and spec.mode == "catch-up":
         return "idle", "catch-up job between runs: the next run starts on its schedule", h.warnings
     return (
@@ -167,13 +166,13 @@ def quarantine(spec: JobSpec) -> dict[str, Any]:
 def _quarantine(spec: JobSpec, ckpt: str) -> dict[str, Any]:
     batches = read_tail(ckpt).batches
     if batches:
-        batches = [b for b in batches if b.get("runId") == batches[-1].get("runId")]
+        batches = [b for b in batches if b.run_id == batches[-1].run_id]
     if not batches:
         return {"quarantined": None, "quarantined_rows": None, "quarantine_input_rows": None}
     per_epoch = _rows_per_epoch(spec.quarantine)
-    qid = str(batches[-1].get("id"))
-    rows = sum(per_epoch.get((qid, int(b.get("batchId", -1))), 0) for b in batches)
-    read = sum(int(b.get("numInputRows") or 0) for b in batches)
+    qid = batches[-1].id
+    rows = sum(per_epoch.get((qid, b.batch_id), 0) for b in batches)
+    read = sum(b.num_input_rows for b in batches)
     return {
         "quarantined": round(rows / read, 6) if read else None,
         "quarantined_rows": rows,
@@ -262,7 +261,7 @@ def _iso(t: float | None) -> str | None:
     return datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _newest(batches: list[dict[str, Any]], fn) -> Any:
+def _newest(batches: list[BatchProgress], fn) -> Any:
     return next((v for v in (fn(b) for b in reversed(batches)) if v is not None), None)
 
 
@@ -290,51 +289,41 @@ def job_row(spec: JobSpec, now: float | None = None) -> dict[str, Any]:
     return row
 
 
-def health(now: float | None = None) -> list[dict[str, Any]]:
+def health(now: float | None = None, jobs: list[JobSpec] | None = None) -> list[dict[str, Any]]:
+    """One row per job of ``jobs`` (default: every spec)."""
     now = time.time() if now is None else now
-    return [job_row(s, now) for s in specs()]
+    return [job_row(s, now) for s in (specs() if jobs is None else jobs)]
 
 
 @dataclass
 class _History:
-    ino: int
-    size: int = 0  # bytes parsed so far (whole lines only)
+    follower: Follower
     newest_event: float | None = None
     points: list[dict[str, Any]] = field(default_factory=list)
 
 
 HISTORIES = 8  # logs whose parsed history is kept (about 1 MB per 1,000 batches)
-_histories: OrderedDict[Path, _History] = OrderedDict()
+_histories: OrderedDict[str, _History] = OrderedDict()
 
 
-def history_points(log: Path) -> list[dict[str, Any]]:
-    """Chart points of every batch of a local progress log, oldest first. Parsed once, then only
-    the lines appended since are read; a log rewritten or replaced is read again."""
-    try:
-        st = os.stat(log)
-    except FileNotFoundError:
-        return []
-    h = _histories.pop(log, None)
-    if h is None or h.ino != st.st_ino or st.st_size < h.size:
-        h = _History(st.st_ino)
-    if st.st_size > h.size:
-        with open(log, "rb") as fh:
-            fh.seek(h.size)
-            data = fh.read(st.st_size - h.size)
-        end = data.rfind(b"\n") + 1  # a line still being written waits for the next read
-        for line in data[:end].split(b"\n"):
-            try:
-                rec = json.loads(line) if line.strip() else None
-            except ValueError:
-                continue
-            if not isinstance(rec, dict) or progress.is_idle(rec):
-                continue
-            t = bm.newest_event_seconds(rec)
-            if t is not None:
-                h.newest_event = t if h.newest_event is None else max(h.newest_event, t)
-            h.points.append(bm.point(rec, h.newest_event))
-        h.size += end
-    _histories[log] = h
+def history_points(checkpoint: str) -> list[dict[str, Any]]:
+    """Chart points of every batch of a progress log (its rotated files included), oldest
+    first. Parsed once, then only the lines appended since are read (across a rotation); a log
+    replaced or truncated is read again."""
+    h = _histories.pop(checkpoint, None)
+    if h is None:
+        h = _History(ProgressLog(checkpoint).follow(from_start=True))
+    new = h.follower.read_new()
+    if h.follower.restarted:
+        h.points, h.newest_event = [], None
+    for rec in new:
+        if not isinstance(rec, BatchProgress):
+            continue
+        t = bm.newest_event_seconds(rec)
+        if t is not None:
+            h.newest_event = t if h.newest_event is None else max(h.newest_event, t)
+        h.points.append(bm.point(rec, h.newest_event))
+    _histories[checkpoint] = h
     while len(_histories) > HISTORIES:
         _histories.popitem(last=False)
     return h.points
@@ -349,14 +338,11 @@ def series(
 ) -> dict[str, Any]:
     """Chart points of the job's batches in a time range (or its ``last`` batches), downsampled
     to at most ``points``."""
-    local = paths.local_path(progress.progress_path(spec.checkpoint))
-    if last is not None or local is None:  # the newest batches: read back from the end
-        records = progress_tail.newest_records(
-            spec.checkpoint, limit=last, since=since, until=until
-        )
-        pts = bm.points(records)
+    if last is not None:  # the newest batches: read back from the end
+        records = ProgressLog(spec.checkpoint).tail(last, since=since, until=until)
+        pts = bm.points([r for r in records if isinstance(r, BatchProgress)])
     else:  # a time range: from the job's cached history, extended by what was appended since
-        pts = history_points(local)
+        pts = history_points(spec.checkpoint)
         times = [p["t"] or 0.0 for p in pts]
         lo = bisect.bisect_left(times, since) if since is not None else 0
         hi = bisect.bisect_right(times, until) if until is not None else len(pts)

@@ -14,6 +14,7 @@ applies it): another topic there is fine, another cluster is refused.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException
@@ -70,3 +71,42 @@ def _check_kafka_input(uri: str, job: str | None) -> None:
         load_spec(job).with_overrides(input=uri)
     except UserError as exc:
         raise ParamOutsideRoots(f"param input: {exc}; nothing was submitted") from None
+
+
+class ParamOutOfBounds(AirflowFailException):
+    """A supervisor setting outside its bounds: refused before anything runs, no retry."""
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The allowed range of one supervisor setting, and why it has one."""
+
+    minimum: float
+    maximum: float
+    why: str
+
+    def schema(self) -> dict[str, Any]:
+        """The Param schema keywords (the Trigger form refuses a value outside them)."""
+        return {"minimum": self.minimum, "maximum": self.maximum}
+
+
+# One place for the supervisor's bounds: the DAG's Param schemas and the operator's own check
+# (for values that arrive otherwise: a spec's supervise: block, a DAG built by hand, a template)
+# both read these.
+SUPERVISE_BOUNDS: dict[str, Bound] = {
+    "poll_seconds": Bound(1, 600, "below 1 s the shared triggerer busy-loops on the log"),
+    "restart_backoff": Bound(1, 600, "a relaunch needs a pause; 600 s is the backoff's cap"),
+    "max_restarts": Bound(0, 100, "past 100 restarts a crash loop is a bug, not bad luck"),
+    "restart_window": Bound(60, 7 * 86400, "restarts are counted over 1 min to 7 days"),
+    "watch_seconds": Bound(1, 86400, "one run watches at most a day; the next run takes over"),
+}
+
+
+def check_bound(name: str, value: float) -> float:
+    """``value`` when it lies within ``SUPERVISE_BOUNDS[name]``; else one line, no retry."""
+    b = SUPERVISE_BOUNDS[name]
+    if not b.minimum <= value <= b.maximum:
+        raise ParamOutOfBounds(
+            f"{name}={value:g} is outside {b.minimum:g}..{b.maximum:g}: {b.why}; nothing was run"
+        )
+    return value

@@ -19,7 +19,7 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException
 
-from spark_jobs.contract import paths
+from spark_jobs.contract import network, paths
 
 SPARK_BINARIES = ("spark-submit", "spark2-submit", "spark3-submit")
 # Extras of the provider's connection form that only matter for cluster-mode tracking, which
@@ -86,6 +86,8 @@ class SparkTarget:
                 "set the connection's spark-binary"
             )
         cmd = [exe, "--master", self.master, "--name", name]
+        for key, value in network.driver_confs(self.master).items():
+            cmd += ["--conf", f"{key}={value}"]  # a local driver listens on loopback only
         if self.namespace:
             cmd += ["--conf", f"spark.kubernetes.namespace={self.namespace}"]
         if self.queue:

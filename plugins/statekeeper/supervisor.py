@@ -30,11 +30,11 @@ from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from spark_jobs.contract.errors import LockHeld
-from spark_jobs.contract.lock import FileLock
+from spark_jobs.contract.lock import FileLock, is_maintenance
 from spark_jobs.contract.spec import JobSpec
 from spark_jobs.runtime import procs
 from statekeeper import driver
-from statekeeper.params import check_path_params, rendered
+from statekeeper.params import check_bound, check_path_params, rendered
 from statekeeper.submit import resolve_job, run_arguments
 from statekeeper.triggers import BackoffTrigger, DriverWatchTrigger
 
@@ -72,7 +72,7 @@ def _given(value: Any, kind: Callable[[Any], T], default: T) -> T:
 class StreamingSupervisorOperator(BaseOperator):
     """Supervise (or stop) the continuous driver of ``job``.
 
-    :param action: ``supervise`` or ``stop`` (templated).
+    :param action: ``supervise``, ``stop`` (kept until ``start``) or ``start`` (templated).
     :param trigger: the query's trigger, e.g. ``processing-time:30s``; empty = the spec's.
     :param overrides: ``{"input": ..., "output": ..., "checkpoint": ...}``, empty = the spec's.
     :param watch_seconds: how long one task run watches before it ends (the next run takes over).
@@ -129,48 +129,97 @@ class StreamingSupervisorOperator(BaseOperator):
         return asdict(Thresholds.from_spec(spec.supervise, spec.trigger.interval_seconds))
 
     # -- the steps ---------------------------------------------------------------------------
+    def _settings(self, spec: JobSpec) -> dict[str, float]:
+        """This run's supervisor settings (templated, else the spec's), each within its bounds."""
+        return {
+            "poll_seconds": check_bound("poll_seconds", float(self.poll_seconds)),
+            "watch_seconds": check_bound("watch_seconds", float(self.watch_seconds)),
+            "restart_backoff": check_bound(
+                "restart_backoff",
+                _given(self.restart_backoff, float, spec.supervise.restart_backoff),
+            ),
+            "max_restarts": check_bound(
+                "max_restarts", _given(self.max_restarts, float, float(spec.supervise.max_restarts))
+            ),
+            "restart_window": check_bound(
+                "restart_window",
+                _given(self.restart_window, float, spec.supervise.restart_window),
+            ),
+        }
+
     def execute(self, context: Any) -> dict[str, Any]:
         check_path_params(context, rendered(self.job))
         spec = self._spec()
+        settings = self._settings(spec)
         if str(self.action) == "stop":
-            state = driver.read_state(spec.checkpoint)
+            # Kept in supervisor.json before anything is signalled: every later run (a new task,
+            # a restarted triggerer) reads it and launches nothing until action=start.
+            state = driver.ask_stop(spec.checkpoint, self._who(context))
             if driver.holder(spec.checkpoint) is None and not driver.launched_pid_alive(state):
                 return {"action": "stop", "result": "no driver was running"}
             return {"action": "stop", "result": driver.stop(spec.checkpoint, state)}
+        if str(self.action) == "start":
+            driver.lift_stop(spec.checkpoint)
         if spec.trigger.available_now:
             raise AirflowException(
                 f"job {self.job}: a supervised query needs a processing-time trigger, not "
                 f"{spec.trigger}; set the trigger param (e.g. processing-time:30s)"
             )
         run = {
-            "watch_until": time.time() + float(self.watch_seconds),
+            "watch_until": time.time() + settings["watch_seconds"],
             "restarts": 0,
             "launched": [],
             "events": [],
         }
         return self._step(context, run, spec)
 
+    @staticmethod
+    def _who(context: Any) -> str:
+        try:
+            return f"{context['dag'].dag_id}/{context['run_id']}/try{context['ti'].try_number}"
+        except (KeyError, TypeError, AttributeError):
+            return "a task run outside a DAG run"
+
+    def _stopped(self, run: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
+        stop = state["stop"]
+        result = (
+            f"stopped by action=stop ({stop.get('by')}, {stop.get('asked_at_utc')}); nothing "
+            "launched. Trigger the DAG with action=start to supervise again"
+        )
+        self.log.info("job %s: %s", self.job, result)
+        return {"job": self.job, "result": result, **run}
+
+    def _budget_spent(
+        self, spent: int, window: float, budget: int, ckpt: str
+    ) -> RestartBudgetSpent:
+        return RestartBudgetSpent(
+            f"job {self.job}: driver restarted {spent} times in the last "
+            f"{window / 60:.0f} min (max_restarts={budget}); not launching "
+            f"again until the window passes; see {driver.DRIVER_LOG} under "
+            f"{driver.statekeeper_dir(ckpt)}"
+        )
+
     def _step(self, context: Any, run: dict[str, Any], spec: JobSpec) -> dict[str, Any]:
         ckpt = spec.checkpoint
         with launch_lock(ckpt) as mine:
             state = driver.read_state(ckpt)
+            if state.get("stop"):
+                return self._stopped(run, state)
             info = driver.holder(ckpt)
             starting = driver.launched_pid_alive(state)
             if info is not None or starting or not mine:
                 who = info or {"pid": state.get("pid"), "purpose": "starting"}
-                self.log.info("a driver is already there (%s); attaching, not launching", who)
+                if is_maintenance(info):
+                    self.log.info("maintenance holds the checkpoint (%s); waiting for it", who)
+                else:
+                    self.log.info("a driver is already there (%s); attaching, not launching", who)
                 run["events"].append({"at": time.time(), "what": "attached", "pid": who.get("pid")})
                 return self._watch(run, ckpt, spec, state.get("launched_at"), state.get("pid"))
-            window = _given(self.restart_window, float, spec.supervise.restart_window)
-            budget = _given(self.max_restarts, int, spec.supervise.max_restarts)
+            settings = self._settings(spec)
+            window, budget = settings["restart_window"], int(settings["max_restarts"])
             spent = driver.restarts_in_window(state, window)
             if len(spent) > budget:
-                raise RestartBudgetSpent(
-                    f"job {self.job}: driver restarted {len(spent)} times in the last "
-                    f"{window / 60:.0f} min (max_restarts={budget}); not launching "
-                    f"again until the window passes; see {driver.DRIVER_LOG} under "
-                    f"{driver.statekeeper_dir(ckpt)}"
-                )
+                raise self._budget_spent(len(spent), window, budget, ckpt)
             wait = run.get("not_before", 0) - time.time()
             if wait > 0:
                 self.log.info("backing off %.0fs before relaunching", wait)
@@ -187,7 +236,7 @@ class StreamingSupervisorOperator(BaseOperator):
                 "host": socket.gethostname(),
                 "launched_at": now,
                 "launches": int(state.get("launches", 0)) + 1,
-                "by": f"{context['dag'].dag_id}/{context['run_id']}/try{context['ti'].try_number}",
+                "by": self._who(context),
                 "restarts": spent,
             }
             driver.write_state(ckpt, state)
@@ -212,7 +261,7 @@ class StreamingSupervisorOperator(BaseOperator):
                 watch_until=run["watch_until"],
                 started_at=started_at,
                 pid=pid,
-                poll_seconds=float(self.poll_seconds),
+                poll_seconds=self._settings(spec)["poll_seconds"],
                 echo={"run": run},
             ),
             method_name="resume_watch",
@@ -235,19 +284,30 @@ class StreamingSupervisorOperator(BaseOperator):
             )
             return {"job": self.job, "health": health, **run}
         spec = self._spec()
+        state = driver.read_state(spec.checkpoint)
+        if state.get("stop"):  # asked while this run watched: not a crash, nothing to relaunch
+            return self._stopped(run, state)
+        if event.get("status") == "maintenance_over":
+            # The driver was stopped for the maintenance (or crashed before it): no restart is
+            # counted and no backoff is due; launch (or attach to whoever holds it now).
+            self.log.info("job %s: maintenance is over; launching again", self.job)
+            run["events"].append({"at": time.time(), "what": "maintenance_over"})
+            return self._step(context, run, spec)
         self.log.warning(
             "job %s is %s: %s; restarting", self.job, health.get("verdict"), health.get("reason")
         )
         if health.get("verdict") == "stalled":
-            self.log.info(driver.stop(spec.checkpoint, driver.read_state(spec.checkpoint)))
+            self.log.info(driver.stop(spec.checkpoint, state))
         run["restarts"] += 1
-        driver.record_restart(
-            spec.checkpoint, _given(self.restart_window, float, spec.supervise.restart_window)
-        )
+        settings = self._settings(spec)
+        window, budget = settings["restart_window"], int(settings["max_restarts"])
+        spent = driver.record_restart(spec.checkpoint, window)
+        if spent > budget:  # checked as it is counted, whichever way the next step goes
+            raise self._budget_spent(spent, window, budget, spec.checkpoint)
         run["events"].append(
             {"at": time.time(), "what": health.get("verdict"), "why": health.get("reason")}
         )
-        first = _given(self.restart_backoff, float, spec.supervise.restart_backoff)
+        first = self._settings(spec)["restart_backoff"]
         backoff = min(first * 2 ** (run["restarts"] - 1), MAX_BACKOFF)
         run["not_before"] = time.time() + backoff
         return self._step(context, run, spec)

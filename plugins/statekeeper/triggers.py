@@ -4,6 +4,8 @@
   after stopping an unhealthy driver), or a timeout.
 - ``DriverWatchTrigger``: watches a continuous driver through its lock and progress log; fires
   when it is dead or stalled, when it turned healthy (``until_healthy``), or when the watch ends.
+  A lock held for maintenance (restore, rollback, ...) is waited through; what follows it fires
+  as ``maintenance_over``, not as a crash.
 - ``BackoffTrigger``: sleeps, then fires.
 
 Triggers that resume a multi-step operator carry its state in ``echo`` and hand it back in the
@@ -19,7 +21,8 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from statekeeper.health import ALIVE_VERDICTS, RESTART_VERDICTS
+from statekeeper.health import ALIVE_VERDICTS, MAINTENANCE, RESTART_VERDICTS
+from statekeeper.params import SUPERVISE_BOUNDS
 
 
 class CheckpointFreeTrigger(BaseTrigger):
@@ -90,7 +93,8 @@ class DriverWatchTrigger(BaseTrigger):
         self.started_at = started_at
         self.pid = pid
         self.until_healthy = until_healthy
-        self.poll_seconds = poll_seconds
+        # Never faster than the bound, however the value arrived: the triggerer is shared.
+        self.poll_seconds = max(float(poll_seconds), SUPERVISE_BOUNDS["poll_seconds"].minimum)
         self.echo = echo or {}
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
@@ -109,24 +113,30 @@ class DriverWatchTrigger(BaseTrigger):
         )
 
     def _look(self) -> dict[str, Any]:
-        from spark_jobs.runtime.lock import is_held
+        from spark_jobs.runtime.lock import holder
         from statekeeper import driver
         from statekeeper.health import Thresholds, assess
 
-        alive = is_held(self.checkpoint) or driver.pid_alive(self.pid)
+        who = holder(self.checkpoint)
+        alive = who is not None or driver.pid_alive(self.pid)
         h = assess(
             driver.tail_progress(self.checkpoint),
             alive,
             Thresholds(**self.thresholds),
             started_at=self.started_at,
+            holder=who,
         )
         return h.to_dict()
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        waited = False  # saw maintenance: what follows it is no crash of the driver
         while True:
             h = await asyncio.to_thread(self._look)
-            if h["verdict"] in RESTART_VERDICTS:
-                yield TriggerEvent({"status": "unhealthy", "health": h, "echo": self.echo})
+            if h["verdict"] == MAINTENANCE:
+                waited = True
+            elif h["verdict"] in RESTART_VERDICTS:
+                status = "maintenance_over" if waited else "unhealthy"
+                yield TriggerEvent({"status": status, "health": h, "echo": self.echo})
                 return
             if self.until_healthy and h["verdict"] in ALIVE_VERDICTS:
                 yield TriggerEvent({"status": "healthy", "health": h, "echo": self.echo})

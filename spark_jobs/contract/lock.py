@@ -14,6 +14,18 @@ from pathlib import Path
 
 from spark_jobs.contract.errors import LockHeld
 
+# Why a checkpoint's one-writer lock is held, as its file says (``purpose``). A driver runs the
+# query; everything else is maintenance that releases the lock itself when done: the supervisor
+# waits for it and never takes it for a dead or stalled driver.
+RUN = "run"
+MAINTENANCE = ("restore", "rollback", "repartition", "snapshot", "publish", "migrate")
+PURPOSES = (RUN, *MAINTENANCE)
+
+
+def is_maintenance(holder: dict[str, object] | None) -> bool:
+    """True when the lock's holder (its file's fields) is doing maintenance, not running."""
+    return bool(holder) and str((holder or {}).get("purpose") or RUN) in MAINTENANCE
+
 
 class FileLock:
     """``with FileLock(path): ...`` or ``acquire()`` / ``release()``; raises :class:`LockHeld`

@@ -26,6 +26,7 @@ from typing import Any
 
 from spark_jobs.contract import delta, paths
 from spark_jobs.contract.errors import ExitCode, JobFailed, UserError
+from spark_jobs.contract.progress_log import BatchProgress, ProgressLog, ProgressRecord
 from spark_jobs.contract.spec import JobSpec
 from spark_jobs.io import events as ev
 from spark_jobs.io import sinks, sources
@@ -111,7 +112,10 @@ def failure(spec: JobSpec, exc: BaseException) -> JobFailed:
     from spark_jobs.kafka.source import data_loss_line
 
     lost = data_loss_line(spec, str(exc))
-    return JobFailed(lost or f"job {spec.name} failed: {spark_errors.reason(exc)}")
+    if lost:
+        return JobFailed(lost)
+    head = f"job {spec.name} failed: "
+    return JobFailed(head + spark_errors.reason(exc, spark_errors.LINE_LIMIT - len(head)))
 
 
 def build_stream(spark: Any, spec: JobSpec) -> Any:
@@ -346,6 +350,10 @@ def _last_batch(q: Any) -> tuple[Any, Any]:
     return last.get("batchId"), last.get("timestamp")
 
 
+WAIT_TAIL = 20  # newest batch records looked at once before following the log
+CLOCK_SLACK = 5.0  # seconds: a batch's trigger time vs the run's start, same clock
+
+
 def _wait_for_listener(spec: JobSpec, queries: list[Any], timeout: float = 15.0) -> None:
     """Progress events reach the listener asynchronously: wait until the query's last batch is
     in its log, so the summary (and whoever reads the log next) sees the whole run."""
@@ -356,13 +364,26 @@ def _wait_for_listener(spec: JobSpec, queries: list[Any], timeout: float = 15.0)
         # event (Spark 4 reports it as idle): waiting for it would cost the whole timeout.
         if last and "addBatch" in (last.get("durationMs") or {}):
             wanted = (str(last["runId"]), int(last["batchId"]))
+    if wanted is None:
+        return
+    run_id, batch = wanted
+
+    def arrived(records: list[ProgressRecord]) -> bool:
+        return any(
+            isinstance(r, BatchProgress) and r.run_id == run_id and r.batch_id >= batch
+            for r in records
+        )
+
+    log = ProgressLog(spec.checkpoint)
+    # Only what is appended is read while waiting (the log holds up to ~100 MB of history):
+    # the follower starts at the end first, so a record written meanwhile is not missed, then
+    # the newest records already there are looked at once.
+    follower = log.follow()
+    if arrived(log.tail(WAIT_TAIL)):
+        return
     deadline = time.time() + timeout
-    while wanted and time.time() < deadline:
-        run_id, batch = wanted
-        if any(
-            r.get("runId") == run_id and int(r.get("batchId", -1)) >= batch
-            for r in progress.read_progress(spec.checkpoint)
-        ):
+    while time.time() < deadline:
+        if arrived(follower.read_new()):
             return
         time.sleep(0.2)
 
@@ -374,16 +395,16 @@ def summarise(
     (their JSON only: no Spark job, no read of the tables' history)."""
     s = RunSummary(job=spec.name, trigger=str(spec.trigger), output=spec.output)
     s.seconds = round(time.time() - started, 2)
-    for rec in progress.read_progress(spec.checkpoint):
-        if rec.get("runId") not in run_ids:
+    # This run's batches only, read back from the end: they all started after ``started``.
+    for rec in ProgressLog(spec.checkpoint).tail(None, since=started - CLOCK_SLACK):
+        if not isinstance(rec, BatchProgress) or rec.run_id not in run_ids:
             continue
         s.batches += 1
-        s.input_rows += int(rec.get("numInputRows") or 0)
-        ops = rec.get("stateOperators") or []
-        s.dropped_by_watermark += sum(int(o.get("numRowsDroppedByWatermark") or 0) for o in ops)
-        s.state_rows = sum(int(o.get("numRowsTotal") or 0) for o in ops)
-        if isinstance(rec.get("keys"), dict):
-            s.state_keys = int(rec["keys"].get("total") or 0)
+        s.input_rows += rec.num_input_rows
+        s.dropped_by_watermark += rec.dropped_by_watermark or 0
+        s.state_rows = rec.state_rows or 0
+        if rec.keys is not None:
+            s.state_keys = rec.keys.total or 0
     s.rows_written, s.output_version = delta.rows_written_after(
         spec.output, before.get(spec.output)
     )

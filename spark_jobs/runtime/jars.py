@@ -13,29 +13,96 @@
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from spark_jobs.contract import paths
 from spark_jobs.contract.errors import UserError
 
 BROKER_COMPLETE = ".complete"  # written last: a broker folder without it is a cut-off fetch
+SPARK_LIST = Path("include") / "spark" / "jars.txt"
+BROKER_LIST = Path("include") / "kafka" / "broker-jars.txt"
 
 
-def _read_coords(path: Path) -> list[str]:
-    lines = [ln.split("#", 1)[0].strip() for ln in path.read_text().splitlines()]
-    return [ln for ln in lines if ln]
+@dataclass(frozen=True)
+class JarList:
+    """A jars file: Maven coordinates to resolve, and the SHA-256 each fetched jar must have
+    (``COORD sha256:HEX`` pins the coordinate's own jar; ``jar FILE sha256:HEX`` pins a jar that
+    Ivy resolves as a dependency)."""
+
+    path: Path
+    coords: list[str]
+    pins: dict[str, str]  # jar file name -> SHA-256
+
+
+def read_list(path: Path) -> JarList:
+    coords: list[str] = []
+    pins: dict[str, str] = {}
+    for n, raw in enumerate(path.read_text().splitlines(), 1):
+        words = raw.split("#", 1)[0].split()
+        if not words:
+            continue
+        if words[0] == "jar" and len(words) == 3 and words[2].startswith("sha256:"):
+            pins[words[1]] = words[2].removeprefix("sha256:")
+        elif len(words) in (1, 2) and words[0].count(":") == 2:
+            coords.append(words[0])
+            if len(words) == 2:
+                if not words[1].startswith("sha256:"):
+                    raise UserError(f"{path}:{n}: {words[1]!r} is not sha256:HEX")
+                pins[_jar_name(words[0])] = words[1].removeprefix("sha256:")
+        else:
+            raise UserError(
+                f"{path}:{n}: not 'GROUP:ARTIFACT:VERSION [sha256:HEX]' or 'jar FILE sha256:HEX'"
+            )
+    return JarList(path, coords, pins)
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify(jar: Path, pins: JarList) -> None:
+    """``jar`` has the SHA-256 pinned for it; otherwise it is deleted (never used) and one line
+    says which jar, both digests and where the pin is."""
+    want = pins.pins.get(jar.name)
+    got = sha256(jar)
+    if want == got:
+        return
+    jar.unlink()
+    if want is None:
+        raise UserError(
+            f"jar {jar.name} (sha256:{got}) has no pin in {pins.path}; deleted. Add its "
+            "SHA-256 there after checking it against Maven Central's published checksum"
+        )
+    raise UserError(
+        f"jar {jar.name} has sha256:{got}, not the sha256:{want} pinned in {pins.path}; "
+        "deleted (the download was altered or truncated): fetch again"
+    )
+
+
+def spark_list() -> JarList:
+    return read_list(paths.project_root() / SPARK_LIST)
+
+
+def broker_list() -> JarList:
+    return read_list(paths.project_root() / BROKER_LIST)
 
 
 def coordinates() -> list[str]:
-    return _read_coords(paths.project_root() / "include" / "spark" / "jars.txt")
+    return spark_list().coords
 
 
 def broker_coordinates() -> list[str]:
-    return _read_coords(paths.project_root() / "include" / "kafka" / "broker-jars.txt")
+    return broker_list().coords
 
 
 def _jar_name(coord: str) -> str:
@@ -70,10 +137,13 @@ def fetch() -> list[Path]:
 def fetch_spark() -> list[Path]:
     from pyspark.sql import SparkSession
 
-    coords = coordinates()
+    pins = spark_list()
+    coords = pins.coords
     paths.jars_dir().mkdir(parents=True, exist_ok=True)
     wanted = {c: paths.jars_dir() / _jar_name(c) for c in coords}
     if all(p.is_file() for p in wanted.values()):
+        for p in wanted.values():
+            verify(p, pins)
         return list(wanted.values())
     spark = (
         SparkSession.builder.master("local[1]")
@@ -93,6 +163,7 @@ def fetch_spark() -> list[Path]:
                 f"Ivy did not resolve {coord} into {ivy_jars}; is Maven Central reachable?"
             )
         shutil.copy2(src, dest)
+        verify(dest, pins)
     return list(wanted.values())
 
 
@@ -121,6 +192,7 @@ def fetch_broker() -> list[Path]:
     Ivy's default conflict manager keeps the newest version,
     so the pinned slf4j-api 2.x wins over the 1.7 its dependencies ask for)."""
     folder = paths.broker_jars_dir()
+    pins = broker_list()
     if (folder / BROKER_COMPLETE).is_file():
         return sorted(folder.glob("*.jar"))
     if folder.exists():
@@ -128,7 +200,7 @@ def fetch_broker() -> list[Path]:
     folder.mkdir(parents=True)
     with tempfile.TemporaryDirectory() as tmp:
         module = Path(tmp) / "ivy.xml"
-        module.write_text(_ivy_module(broker_coordinates()))
+        module.write_text(_ivy_module(pins.coords))
         cmd = [
             "java", "-jar", str(_ivy_jar()), "-ivy", str(module),
             "-cache", str(paths.ivy_dir() / "cache"), "-confs", "default", "-types", "jar", "bundle",
@@ -139,8 +211,22 @@ def fetch_broker() -> list[Path]:
     if done.returncode != 0 or not jars:
         tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or ["no output"]
         raise UserError(f"Ivy could not resolve the Kafka broker's jars: {tail[0]}")
+    check_broker(folder, pins)
     (folder / BROKER_COMPLETE).write_text("\n".join(p.name for p in jars) + "\n")
     return jars
+
+
+def check_broker(folder: Path, pins: JarList) -> None:
+    """Every resolved jar is pinned and matches; none pinned is missing (one line otherwise)."""
+    jars = sorted(folder.glob("*.jar"))
+    for jar in jars:
+        verify(jar, pins)
+    missing = sorted(set(pins.pins) - {j.name for j in jars})
+    if missing:
+        raise UserError(
+            f"Ivy did not resolve {', '.join(missing)} pinned in {pins.path}; the resolution "
+            "changed: check the versions there"
+        )
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from typing import Any
 
 from spark_jobs.contract import paths
 from spark_jobs.contract.errors import LockHeld, UserError
-from spark_jobs.contract.lock import FileLock, is_locked
+from spark_jobs.contract.lock import PURPOSES, RUN, FileLock, is_locked
 from spark_jobs.runtime import procs
 
 
@@ -30,9 +30,12 @@ def lock_path(checkpoint: str) -> Path:
 
 
 class JobLock:
-    """Hold it for the life of a run: ``with JobLock(ckpt, job="sessions"): ...``."""
+    """Hold it for the life of a run: ``with JobLock(ckpt, job="sessions"): ...``; ``purpose``
+    says why it is held (``contract.lock.PURPOSES``: a run, or which maintenance)."""
 
-    def __init__(self, checkpoint: str, job: str = "", purpose: str = "run") -> None:
+    def __init__(self, checkpoint: str, job: str = "", purpose: str = RUN) -> None:
+        if purpose not in PURPOSES:  # the supervisor reads it: an unknown one would be a driver
+            raise ValueError(f"lock purpose {purpose!r} is not one of {', '.join(PURPOSES)}")
         self.checkpoint = checkpoint
         self.job = job
         self.purpose = purpose

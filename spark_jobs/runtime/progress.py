@@ -12,8 +12,9 @@ saying how long the batch has run. Readers get batch progress only unless they a
 event records too (the supervisor's health check does).
 
 The log is rotated by size: past ``max_bytes()`` the file becomes ``progress.jsonl.1`` (older
-ones shift to ``.2`` ... ``.KEEP_ROTATED``, the oldest goes) and a new one starts; readers read
-the rotated files first, so they see one log, oldest first.
+ones shift to ``.2`` ... ``.KEEP_ROTATED``, the oldest goes) and a new one starts. Reading is the
+contract's (:mod:`spark_jobs.contract.progress_log`, rotation-aware, typed records); the readers
+here return the records as logged, for the callers that still take dicts.
 
 A batch reading Kafka also gets a top-level ``lag`` object: per topic, records behind the
 topic's latest offsets (spark_jobs.runtime.lag).
@@ -30,14 +31,20 @@ from pathlib import Path
 from typing import Any
 
 from spark_jobs.contract import paths
+from spark_jobs.contract.progress_log import (
+    HEARTBEAT,
+    IDLE,
+    KEEP_ROTATED,
+    BatchProgress,
+    ProgressLog,
+    log_uri,
+    rotated,
+)
 from spark_jobs.runtime.lag import source_lag
 
-IDLE = "idle"
-HEARTBEAT = "heartbeat"
 IDLE_LOG_EVERY = 60.0  # seconds; well below the supervisor's stalled limit (5 minutes)
 HEARTBEAT_EVERY_ENV = "STATEKEEPER_HEARTBEAT_SECONDS"
 MAX_BYTES_ENV = "STATEKEEPER_PROGRESS_MAX_BYTES"
-KEEP_ROTATED = 5  # progress.jsonl.1 .. .5: with the default size, ~100 MB of history at most
 _WRITE = threading.Lock()  # the listener's thread and the runner's heartbeat share one file
 
 
@@ -64,12 +71,10 @@ def put_keys(name: str, batch_id: int, counts: dict[str, int]) -> None:
 
 def last_keys_total(checkpoint: str) -> int:
     """Keys held after the newest logged batch that counted them (0 for a new checkpoint)."""
-    total = 0
-    for rec in iter_progress(checkpoint):
-        keys = rec.get("keys")
-        if isinstance(keys, dict) and keys.get("total") is not None:
-            total = int(keys["total"])
-    return total
+    for rec in ProgressLog(checkpoint).backwards():  # newest first: stops at the first found
+        if isinstance(rec, BatchProgress) and rec.keys is not None and rec.keys.total is not None:
+            return rec.keys.total
+    return 0
 
 
 def pop_keys(name: str, batch_id: int) -> dict[str, int] | None:
@@ -78,7 +83,7 @@ def pop_keys(name: str, batch_id: int) -> dict[str, int] | None:
 
 
 def progress_path(checkpoint: str) -> str:
-    return paths.join(checkpoint, paths.STATEKEEPER_DIR, paths.PROGRESS_FILE)
+    return log_uri(checkpoint)
 
 
 def append_line(target: str, record: dict[str, Any]) -> None:
@@ -107,17 +112,9 @@ def _rotate(local: Path) -> None:
     os.replace(local, rotated(local, 1))
 
 
-def rotated(local: Path, n: int) -> Path:
-    return local.with_name(f"{local.name}.{n}")
-
-
 def log_files(checkpoint: str) -> list[Path]:
     """The local progress log's files, oldest first (rotated ones, then the current one)."""
-    local = paths.local_path(progress_path(checkpoint))
-    if local is None:
-        return []
-    files = [rotated(local, n) for n in range(KEEP_ROTATED, 0, -1)] + [local]
-    return [f for f in files if f.exists()]
+    return ProgressLog(checkpoint).files()
 
 
 def is_idle(record: dict[str, Any]) -> bool:
@@ -137,24 +134,7 @@ def read_progress(checkpoint: str, idle: bool = False) -> list[dict[str, Any]]:
 
 def iter_progress(checkpoint: str) -> Iterator[dict[str, Any]]:
     """Every record of the log (rotated files first), event records included, oldest first."""
-    target = progress_path(checkpoint)
-    if paths.local_path(target) is not None:
-        # Bytes that are not UTF-8 (a torn write) spoil their line only, never the reader.
-        text = "".join(f.read_bytes().decode("utf-8", "replace") for f in log_files(checkpoint))
-    else:
-        import fsspec
-
-        fs, p = fsspec.core.url_to_fs(target)
-        if not fs.exists(p):
-            return
-        text = fs.cat_file(p).decode("utf-8", "replace")
-    for line in text.splitlines():
-        line = line.strip()
-        if line:
-            try:
-                yield json.loads(line)
-            except ValueError:
-                continue  # a line cut by a kill mid-write; the next batch writes a whole one
+    return (r.raw for r in ProgressLog(checkpoint).forwards())
 
 
 def make_listener(job: str, targets: dict[str, str]):  # -> StreamingQueryListener
@@ -227,11 +207,9 @@ def heartbeat_record(
 
 
 def last_progress(checkpoint: str) -> dict[str, Any] | None:
-    last = None
-    for rec in iter_progress(checkpoint):
-        if is_batch(rec):
-            last = rec
-    return last
+    """The newest batch record, read from the end of the log."""
+    newest = ProgressLog(checkpoint).tail(1)
+    return newest[0].raw if newest else None
 
 
 def progress_file_age_seconds(checkpoint: str) -> float | None:

@@ -6,7 +6,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from spark_jobs.contract import paths
+from spark_jobs.contract import network, paths
 from spark_jobs.runtime import jars
 
 if TYPE_CHECKING:
@@ -88,7 +88,9 @@ def build_session(
     builder = SparkSession.builder.appName(app_name)
     settings = base_confs()
     if not under_submit:
-        builder = builder.master(master or os.environ.get("STATEKEEPER_SPARK_MASTER", "local[2]"))
+        master = master or os.environ.get("STATEKEEPER_SPARK_MASTER", "local[2]")
+        builder = builder.master(master)
+        settings.update(network.driver_confs(master))  # under spark-submit: its --conf
         settings["spark.driver.extraJavaOptions"] = _log_options(log_file)
         settings["spark.jars"] = ",".join(jars.jar_paths())
         settings["spark.driver.memory"] = os.environ.get("STATEKEEPER_DRIVER_MEMORY", "2g")

@@ -20,17 +20,50 @@ SPARK_ERRORS: tuple[type[Exception], ...] = (PySparkException, Py4JJavaError)
 STOP_ERRORS: tuple[type[Exception], ...] = (PySparkException, Py4JError)
 
 
-def reason(exc: BaseException) -> str:
-    """The error's first meaningful line, at most 400 characters."""
+TRACEBACK = "Traceback (most recent call last)"
+LINE_LIMIT = 300  # a failed run's whole line, "job X failed: " included
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
+
+
+def _python_error(lines: list[str]) -> str | None:
+    """The exception line that ends a Python traceback (``ValueError: ...``): the first line after
+    it that is not indented and not a traceback heading; the frames are indented."""
+    for line in lines:
+        if (
+            line.strip()
+            and not line[0].isspace()
+            and not line.startswith(("Traceback", "During", "The above"))
+        ):
+            return line.strip()
+    return None
+
+
+def reason(exc: BaseException, limit: int = LINE_LIMIT) -> str:
+    """The error in one line of at most ``limit`` characters: the first meaningful line, and
+    when it opens a Python worker's traceback, the Python error that ends it instead of the
+    frames (the whole trace stays in Spark's log)."""
     if isinstance(exc, Py4JJavaError):
         # Its own text only names the call ("An error occurred while calling o42.x"); the
         # JVM exception's says what went wrong.
         text = str(exc.java_exception.toString())
     else:
         text = str(exc)
-    for line in text.splitlines():
-        line = line.strip()
+    lines = text.splitlines()
+    for i, raw in enumerate(lines):
+        line = " ".join(raw.split())
         # A StreamingQueryException's description goes on with "=== Streaming Query ===" blocks.
-        if line and not line.startswith("==="):
-            return line[:400]
+        if not line or line.startswith("==="):
+            continue
+        if TRACEBACK not in line:
+            return _clip(line, limit)
+        before = line.split(TRACEBACK)[0].rstrip(" :")
+        error = _python_error(lines[i + 1 :])
+        if error is None:
+            return _clip(before, limit)
+        error = _clip(" ".join(error.split()), limit)
+        room = limit - len(error) - 2
+        return f"{_clip(before, room)}: {error}" if room > 1 else error
     return type(exc).__name__

@@ -150,3 +150,36 @@ def test_kafka_service_is_kraft_and_feeds_the_example_spec(compose):
     spec = parse_spec(raw, src)
     target = parse(spec.inputs["clickstream"])
     assert (target.bootstrap, spec.name) == ("kafka:9092", "sessions")
+
+
+def test_spark_rpc_is_authenticated_with_the_secret_from_env(compose):
+    """Master, worker (and the executors it starts) and every driver share spark.authenticate's
+    secret, required from .env like the others: never written in the file."""
+    services = compose["services"]
+    opts = [
+        services["spark-master"]["environment"]["SPARK_DAEMON_JAVA_OPTS"],
+        services["spark-worker"]["environment"]["SPARK_DAEMON_JAVA_OPTS"],
+        compose["x-airflow-common"]["environment"]["SPARK_SUBMIT_OPTS"],
+    ]
+    for opt in opts:
+        flags = dict(f.split("=", 1) for f in opt.split(" -D") if "=" in f)
+        assert (
+            flags["-Dspark.authenticate" if opt.startswith("-D") else "spark.authenticate"]
+            == "true"
+        )
+        assert REQUIRED.match(flags["spark.authenticate.secret"]), opt
+        assert flags["spark.authenticate.secret"].startswith("${SPARK_AUTH_SECRET:?")
+    assert "SPARK_AUTH_SECRET" in make_env.required(ROOT / "docker-compose.yaml")
+
+
+def test_make_env_adds_a_missing_secret_and_keeps_the_others(tmp_path):
+    env = tmp_path / ".env"
+    env.write_text("# old\nPOSTGRES_PASSWORD=keep-me\n")
+    env.chmod(0o600)
+    added = make_env.write_env(env, ROOT / "docker-compose.yaml")
+    values = dict(ln.split("=", 1) for ln in env.read_text().splitlines() if "=" in ln)
+    assert values["POSTGRES_PASSWORD"] == "keep-me"  # never replaced: it guards stored data
+    assert "POSTGRES_PASSWORD" not in added and "SPARK_AUTH_SECRET" in added
+    assert len(values["SPARK_AUTH_SECRET"]) >= 32
+    with pytest.raises(SystemExit, match="exists; keeping it"):
+        make_env.write_env(env, ROOT / "docker-compose.yaml")  # nothing missing: nothing to do

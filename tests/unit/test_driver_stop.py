@@ -32,6 +32,9 @@ def term(*_):
     pathlib.Path(ck + ".sigterm").write_text("x")
     if on_term == "exit":
         sys.exit(0)
+    if on_term == "exec":  # the pid becomes another program (as a reused pid would be)
+        import os
+        os.execv("/bin/sleep", ["sleep", "60"])
 signal.signal(signal.SIGTERM, term)
 with JobLock(ck, job="service_health", purpose=purpose):
     print("locked", flush=True)
@@ -111,3 +114,18 @@ def test_stop_leaves_a_rollback_alone_and_stops_a_run_with_sigterm_first(tmp_pat
         assert stuck.wait(timeout=10) == -signal.SIGKILL
     finally:
         _end(stuck)
+
+
+def test_sigkill_after_the_grace_rechecks_who_the_pid_is(tmp_path):
+    ck = tmp_path / "ckpt"
+    # On SIGTERM the driver's pid turns into `sleep 60`: past the grace period that pid is no
+    # longer the driver (not spark_jobs), so it is not killed.
+    turned = _holder(ck, "run", on_term="exec")
+    try:
+        said = driver.stop(str(ck), {}, grace=2)
+        assert said.startswith("nothing killed after 2s"), said
+        assert "not a Statekeeper driver" in said, said
+        assert turned.poll() is None  # the process the pid now names was left alone
+        assert procs.cmdline(turned.pid).startswith("sleep")
+    finally:
+        _end(turned)

@@ -95,6 +95,15 @@ def test_progress_limit_range_and_unknown_job(client):
     assert http.get("/api/jobs/keyed/progress", params={"since": "yesterday"}).status_code == 400
 
 
+@pytest.mark.parametrize("when", ["1e20", "-1e20", "nan", "inf"])
+@pytest.mark.parametrize("route", ["series", "progress"])
+def test_a_time_no_calendar_holds_is_a_400_with_its_reason(client, route, when):
+    http, _ = client
+    got = http.get(f"/api/jobs/keyed/{route}", params={"since": when})
+    assert got.status_code == 400, got.text
+    assert got.json()["detail"].startswith(f"since={when!r} is not a time")
+
+
 def test_series_downsamples_long_histories(client):
     http, root = client
     log = _log(root, "keyed")
@@ -122,13 +131,14 @@ def test_series_downsamples_long_histories(client):
 
 
 def test_tail_reader_equals_forward_read(tmp_path):
-    from spark_jobs.runtime.progress_tail import reverse_lines
+    from spark_jobs.contract.progress_log import reverse_lines
 
     path = tmp_path / "log.jsonl"
     lines = [json.dumps({"batchId": i, "pad": "x" * (i % 37)}) for i in range(500)]
     path.write_text("\n".join(lines) + "\n")
     for block in (7, 64, 1000, 1 << 20):  # lines cut across block ends in every way
-        assert [b.decode() for b in reverse_lines(path, block)] == lines[::-1]
+        got = [b.decode() for b in reverse_lines(path, block) if b.strip()]
+        assert got == lines[::-1]
 
 
 def test_last_quality_verdict_from_results_table(tmp_path):
@@ -167,3 +177,13 @@ def test_source_lag_shown_only_when_a_record_carries_it(client):
     assert rows["bucketed"]["lag"] == {"kafka": 1200} and rows["keyed"]["lag"] is None
     page = http.get("/").text
     assert page.count("data-field=lag") == 1 and "lag kafka: 1,200" in page
+
+
+def test_a_checkpoint_locked_for_maintenance_shows_maintenance(client):
+    from spark_jobs.runtime.lock import JobLock
+
+    http, root = client
+    with JobLock(str(root / "checkpoints" / "keyed"), job="keyed", purpose="rollback"):
+        rows = {r["job"]: r for r in http.get("/api/health").json()}
+    assert rows["keyed"]["status"] == "maintenance"
+    assert rows["keyed"]["reason"].startswith("rollback in progress")

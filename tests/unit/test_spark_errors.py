@@ -88,3 +88,31 @@ def test_kafka_data_loss_names_the_topic_and_the_fix():
 )
 def test_other_errors_are_not_spark_failures(exc):
     assert not isinstance(exc, spark_errors.SPARK_ERRORS)
+
+
+# What a query whose Python worker failed raises: the JVM's stage failure leads the first line,
+# then the worker's whole traceback and Spark's JVM trace (about 11 KB).
+WORKER_FAILED = (
+    "[STREAM_FAILED] Query [id = 1f, runId = 2e] terminated with exception: Job aborted due to "
+    "stage failure: Task 0 in stage 3.0 failed 1 times, most recent failure: Lost task 0.0 in "
+    "stage 3.0 (TID 3) (10.1.2.3 executor driver): org.apache.spark.api.python.PythonException: "
+    "Traceback (most recent call last):\n"
+    + '  File "/opt/spark/python/pyspark/worker.py", line 1, in main\n    process()\n' * 120
+    + "ValueError: state of key 'u7' is not a bucket\n"
+    + "\tat org.apache.spark.api.python.BasePythonRunner.handlePythonException(x.scala:1)\n" * 40
+)
+
+
+def test_a_failed_runs_line_is_one_short_line_naming_the_python_error():
+    exc = StreamingQueryException(message=WORKER_FAILED)
+    assert len(str(exc)) > 10_000
+    line = str(failure(load_spec("user_counts"), exc))
+    assert "\n" not in line and len(line) <= 300, (len(line), line)
+    assert line.startswith("job user_counts failed: [STREAM_FAILED]")
+    assert line.endswith("ValueError: state of key 'u7' is not a bucket"), line
+
+
+def test_a_long_single_line_is_cut_to_the_limit():
+    exc = IllegalArgumentException(message="x" * 11_000)
+    line = str(failure(load_spec("user_counts"), exc))
+    assert len(line) <= 300 and line.endswith("…")
