@@ -25,6 +25,13 @@ EVENT_TIME = "event_time"
 ISO_TS_WITH_ZONE = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}(:?\d{2})?)$"
 
 
+# An ``int`` field holds a 32-bit value, stored as bigint: a sum over 2^32 of them (a session's
+# ``total_duration_sec``) still fits a bigint, where a sum of bigints overflows (an ANSI error in
+# Spark, a silent wrap in numpy). A ``num`` field is stored as decimal(18,2).
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+_INT_TEXT = r"^-?[0-9]+$"  # a JSON integer as the VARIANT's string value spells it
+
+
 @dataclass(frozen=True)
 class Field:
     name: str
@@ -113,7 +120,8 @@ def _json_type(v: Column, name: str) -> Column:
 
 def _types(v: Column, kind: str) -> list[Column]:
     """Per field of ``kind``, its JSON type in the VARIANT ``v`` (see :func:`_json_type`) and,
-    for timestamps and enums, its string value: columns ``_t_<field>`` and ``_s_<field>``.
+    for timestamps and enums, its string value: columns ``_t_<field>`` and ``_s_<field>``; for
+    numbers, whether they do not fit their column (:func:`_no_fit`): ``_f_<field>``.
     Computed once each, so the reason below stays small code (see :func:`parse_lines`)."""
     from pyspark.sql import functions as F
 
@@ -123,6 +131,7 @@ def _types(v: Column, kind: str) -> list[Column]:
         for f in fields(kind)
         if f.type == "ts" or f.allowed
     ]
+    cols += [_no_fit(v, f).alias(f"_f_{f.name}") for f in fields(kind) if f.type in _NO_FIT]
     return cols
 
 
@@ -140,6 +149,10 @@ def _reason(v: Column, kind: str) -> Column:
         absent = F.coalesce(t == "VOID", F.lit(True))
         if not f.nullable:
             checks.append((absent, F.lit(f"missing field {f.name}")))
+        if f.type in _NO_FIT:
+            checks.append(
+                (F.coalesce(F.col(f"_f_{f.name}"), F.lit(False)), F.lit(_NO_FIT[f.type](f)))
+            )
         checks.append(
             (
                 ~absent & ~t.isin(*_ACCEPTS[f.type]),
@@ -167,6 +180,29 @@ def _reason(v: Column, kind: str) -> Column:
     return expr
 
 
+_NO_FIT = {
+    "int": lambda f: f"field {f.name} does not fit a 32-bit integer ({INT_MIN}..{INT_MAX})",
+    "num": lambda f: f"field {f.name} does not fit {f.spark_type}",
+}
+
+
+def _no_fit(v: Column, f: Field) -> Column:
+    """True for a number of the right JSON type that its column cannot hold: an integer outside
+    32 bits (one past a long is a DECIMAL in the VARIANT), an amount outside decimal(18,2) (1e400
+    is an infinite DOUBLE). The typed projection never casts with ANSI errors, so such a line is
+    a bad record, never fatal."""
+    from pyspark.sql import functions as F
+
+    t = _json_type(v, f.name)
+    if f.type == "int":
+        whole = F.try_variant_get(v, f"$.{f.name}", "string").rlike(_INT_TEXT)
+        integral = t.isin(*_ACCEPTS["int"], "DECIMAL") & whole
+        return integral & F.try_variant_get(v, f"$.{f.name}", "int").isNull()
+    return t.isin(*_ACCEPTS["num"]) & (
+        F.try_variant_get(v, f"$.{f.name}", "double").try_cast(f.spark_type).isNull()
+    )
+
+
 # Lines longer than this are quarantined unparsed, with their first RAW_KEPT characters: a
 # 50 MB "event" is a broken producer, and parsing or storing it whole costs every reader.
 MAX_LINE_BYTES = 1024 * 1024
@@ -178,9 +214,11 @@ CORRUPT = "_corrupt"
 # exactly. The number pattern is the exact grammar, not "digits and dots": IP addresses, dates and
 # versions are common strings and must not all take the slow path.
 _LOOKS_NOT_STRING = r'^(?:-?[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|true|false|[\[{"][\s\S]*)$'
-# What the native parser is asked for: strings stay strings (checked above), ``int`` as bigint and
-# ``num`` as double, which reject a JSON string (bigint also rejects 1.5) into the corrupt column.
-_NATIVE = {"str": "string", "int": "bigint", "num": "double", "ts": "string"}
+# What the native parser is asked for: strings stay strings (checked above), ``int`` as a 32-bit
+# int and ``num`` as double, which reject a JSON string (int also rejects 1.5, and an integer
+# outside 32 bits) into the corrupt column: the slow path names the reason, at no cost to good
+# lines. An ``int`` is stored as bigint.
+_NATIVE = {"str": "string", "int": "int", "num": "double", "ts": "string"}
 
 
 def native_schema(kind: str) -> str:
@@ -206,8 +244,8 @@ def _certainly_good(j: Column, value: Column, kind: str, max_future: Column) -> 
             ok = ok & c.isNotNull()
         if f.type in ("str", "ts"):
             ok = ok & (c.isNull() | ~c.rlike(_LOOKS_NOT_STRING))
-        if f.type == "num":  # "NaN"/"Infinity" strings are the ones Spark's double accepts
-            ok = ok & (c.isNull() | (~F.isnan(c) & (F.abs(c) != float("inf"))))
+        if f.type == "num":  # NaN and infinities (quoted strings Spark's double accepts) too
+            ok = ok & (c.isNull() | c.try_cast(f.spark_type).isNotNull())
         if f.type == "ts":
             t = F.try_to_timestamp(c)
             ok = ok & c.rlike(ISO_TS_WITH_ZONE) & t.isNotNull() & (t <= max_future)
@@ -291,7 +329,9 @@ def parse_lines(
         if f.type == "ts":
             c = F.try_to_timestamp(c)
         elif f.type == "num":
-            c = c.cast(f.spark_type)
+            c = c.try_cast(f.spark_type)  # an amount that does not fit is a bad line, not fatal
+        elif f.type == "int":
+            c = c.cast(f.spark_type)  # int to bigint: always fits
         typed.append(c.alias(f.name))
     names = [f.name for f in fields(kind)]
     checked = native.select(
