@@ -269,14 +269,26 @@ def _time_reason(j: Column, kind: str, max_future: Column, max_future_seconds: f
     return expr
 
 
+def future_limit(max_future_seconds: float, admitted_ms: int | None = None) -> Column:
+    """The latest event time that is not "in the future": the batch's clock plus
+    ``max_future_seconds``, and never earlier than ``admitted_ms``, the newest event time the
+    job already admitted (an event no later than one already in its state is not from the
+    future, whatever the clock says now)."""
+    from pyspark.sql import functions as F
+
+    limit = F.current_timestamp() + F.make_dt_interval(secs=F.lit(max_future_seconds))
+    if admitted_ms is None:
+        return limit
+    return F.greatest(limit, F.timestamp_millis(F.lit(int(admitted_ms))))
+
+
 def _slow_reason(
-    j: Column, v: Column, value: Column, kind: str, max_future_seconds: float
+    j: Column, v: Column, value: Column, kind: str, max_future_seconds: float, max_future: Column
 ) -> Column:
     """The exact reason of a line that is not certainly good (NULL: it is good after all);
     ``v`` is the line parsed to a VARIANT."""
     from pyspark.sql import functions as F
 
-    max_future = F.current_timestamp() + F.make_dt_interval(secs=F.lit(max_future_seconds))
     return (
         F.when(
             F.octet_length(value) > MAX_LINE_BYTES,
@@ -290,14 +302,21 @@ def _slow_reason(
 
 
 def parse_lines(
-    lines: DataFrame, kind: str, max_future_seconds: float = DEFAULT_MAX_FUTURE_SECONDS
+    lines: DataFrame,
+    kind: str,
+    max_future_seconds: float = DEFAULT_MAX_FUTURE_SECONDS,
+    admitted_ms: int | None = None,
 ) -> DataFrame:
     """``lines`` (``value``, ``source_file``) -> the typed fields plus ``_reason``, ``_raw``,
     ``_source_file`` (the last two set for bad lines only). Blank lines carry no event and are
     skipped.
 
     "The clock" of ``max_future`` is ``current_timestamp()``: in a streaming query, the batch's
-    timestamp kept in the offset log, so a replayed batch judges its lines the same way.
+    timestamp kept in the offset log, so a replayed batch judges its lines the same way. The
+    limit is never below ``admitted_ms`` (:func:`future_limit`), which the runner reads from the
+    checkpoint when the run starts: the newest batch's watermark plus its delay. A replay
+    decides alike with it too: the batches between a run's start and a batch admit nothing past
+    that batch's own ``clock + max_future``, so a later start moves the limit only below it.
 
     Five projections, kept apart on purpose (Spark does not merge a projection into one that
     uses its expensive columns more than once): the native parse; the typed fields and the
@@ -312,7 +331,7 @@ def parse_lines(
     from pyspark.sql import functions as F
 
     value, j, fast = F.col("value"), F.col("_j"), F.col("_fast")
-    max_future = F.current_timestamp() + F.make_dt_interval(secs=F.lit(max_future_seconds))
+    max_future = future_limit(max_future_seconds, admitted_ms)
     native = lines.where(F.trim(value) != "").select(
         value,
         F.col("source_file"),
@@ -340,7 +359,7 @@ def parse_lines(
     variant = checked.select("*", F.when(~fast, F.try_parse_json(value)).alias("_v"))
     variant = variant.select("*", *_types(F.col("_v"), kind))
     reason = F.when(fast, F.lit(None)).otherwise(
-        _slow_reason(j, F.col("_v"), value, kind, max_future_seconds)
+        _slow_reason(j, F.col("_v"), value, kind, max_future_seconds, max_future)
     )
     raw = F.when(F.octet_length(value) > MAX_LINE_BYTES, F.left(value, F.lit(RAW_KEPT))).otherwise(
         value

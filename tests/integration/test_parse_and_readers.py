@@ -262,3 +262,37 @@ def test_batch_writer_rebuilds_the_exactly_once_check_off_the_write(spark, tmp_p
         sc.setLocalProperty("spark.jobGroup.id", None)
     got = sorted(tuple(r) for r in spark.read.format("delta").load(out).collect())
     assert got == [("u1", 1), ("u2", 2)]
+
+
+def test_an_event_no_later_than_one_already_admitted_is_not_in_the_future(spark, tmp_path):
+    """``max_future`` follows the batch's clock but is bounded by event time already admitted:
+    once the job admitted an event (here under a wider ``max_future``, as a driver whose clock
+    ran ahead would), a later one up to that time is not quarantined as "in the future"."""
+    from dataclasses import replace
+    from datetime import UTC, datetime, timedelta
+
+    def ahead(hours: float) -> str:
+        t = datetime.now(UTC) + timedelta(hours=hours)
+        return t.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+    folder = tmp_path / "land" / "clickstream"
+    spec = job_spec("dedup_events", tmp_path)
+    write_lines(folder, "a.json", [line(event_id="far", event_time=ahead(120))])
+    assert run_job(replace(spec, max_future_seconds=10 * 86400), spark=spark).quarantined == 0
+
+    # The watermark now stands an hour (the delay) before that event; one day of max_future.
+    write_lines(
+        folder,
+        "b.json",
+        [
+            line(event_id="admitted", event_time=ahead(120 - 0.5)),
+            line(event_id="beyond", event_time=ahead(144)),
+        ],
+    )
+    second = run_job(spec, spark=spark)
+
+    out = spark.read.format("delta").load(str(tmp_path / "out"))
+    assert sorted(r["event_id"] for r in out.collect()) == ["admitted", "far"]
+    [q] = spark.read.format("delta").load(str(tmp_path / "out" / "_quarantine")).collect()
+    assert q["reason"] == "field event_time is more than 24 hours ahead of the clock"
+    assert '"beyond"' in q["raw_line"] and second.quarantined == 1
