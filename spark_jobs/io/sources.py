@@ -62,7 +62,7 @@ def read_lines(spark: SparkSession, spec: JobSpec, kind: str) -> DataFrame:
         spark.readStream.format("text")
         .option("pathGlobFilter", paths.LANDING_GLOB)
         .option("maxFileAge", MAX_FILE_AGE)
+        # available-now honours it too: a backlog is read in several batches, each of which ends
+        .option("maxFilesPerTrigger", spec.max_files_per_trigger)
     )
-    if spec.max_files_per_trigger:
-        reader = reader.option("maxFilesPerTrigger", spec.max_files_per_trigger)
     return reader.load(uri).select("value", F.col("_metadata.file_path").alias("source_file"))

@@ -320,12 +320,10 @@ def _wait(
                 raise q.exception()
         if all(not q.isActive for q in queries):
             return
-        if stop_signal:
+        # --run-for ends a run between batches too: a batch cut short is planned again the same
+        # next time, so one longer than every run would never end.
+        if stop_signal or (deadline is not None and time.time() >= deadline):
             _stop_between_batches(queries, heartbeat)
-            return
-        if deadline is not None and time.time() >= deadline:
-            for q in queries:
-                q.stop()
             return
         if heartbeat is not None:
             heartbeat.tick(queries)
