@@ -215,7 +215,9 @@ def checkpoint_verdict(spec: JobSpec, now: float) -> dict[str, Any]:
             "checkpoint_verdict": verdict,
             "checkpoint_findings": rep.codes,
             # landing files the job never read (CONTRACTS.md s. 4: every landed file is read)
-            "unread_landing_files": unread.count(spec.checkpoint, spec.inputs.values()),
+            "unread_landing_files": unread.count(
+                spec.checkpoint, spec.inputs.values(), spec.max_files_per_trigger
+            ),
         }
 
     return _memoised("checkpoint", spec.checkpoint, sig, compute)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import unquote, urlparse
 
 from spark_jobs.checkpoints.layout import (
@@ -62,8 +62,17 @@ def _key(url_or_path: str) -> str:
     return unquote(u.netloc + u.path)
 
 
-def files_read(lay: Layout) -> set[str]:
-    """Every file the checkpoint's file sources logged (keys as :func:`_key` spells them)."""
+@dataclass
+class SourceLog:
+    """What the file sources logged: every file read, and how many each source's newest log
+    batch read (a full batch means the source may still have a backlog to read)."""
+
+    files: set[str] = field(default_factory=set)  # keys as :func:`_key` spells them
+    newest_batch_files: list[int] = field(default_factory=list)  # per source
+
+
+def files_read(lay: Layout) -> SourceLog:
+    """Every file the checkpoint's file sources logged."""
     logs: dict[str, dict[int, str]] = {}  # source -> log batch -> relative path
     compact: dict[str, int] = {}
     for rel in lay.files:
@@ -75,20 +84,24 @@ def files_read(lay: Layout) -> set[str]:
         logs.setdefault(parts[1], {})[n] = rel
         if m.group(2):
             compact[parts[1]] = max(compact.get(parts[1], -1), n)
-    out: set[str] = set()
+    out = SourceLog()
     for src, batches in logs.items():
         since = compact.get(src, -1)  # the newest compact file holds every entry up to it
+        newest = max(batches)
+        in_newest = 0
         for n in sorted(b for b in batches if b >= since):
             for line in read_text(lay.uri, batches[n]).split("\n")[1:]:
                 entry = _entry(line)
                 if entry is not None:
-                    out.add(_key(entry))
+                    out.files.add(_key(entry[0]))
+                    in_newest += entry[1] == newest
+        out.newest_batch_files.append(in_newest)
     return out
 
 
-def _entry(line: str) -> str | None:
-    """The path of one log line; None for a line that is not a file entry (a Kafka source's
-    initial offsets share the folder layout)."""
+def _entry(line: str) -> tuple[str, int | None] | None:
+    """The path and log batch of one log line; None for a line that is not a file entry (a
+    Kafka source's initial offsets share the folder layout)."""
     if not line.strip().startswith("{"):
         return None
     try:
@@ -96,7 +109,10 @@ def _entry(line: str) -> str | None:
     except ValueError:
         return None
     path = value.get("path") if isinstance(value, dict) else None
-    return path if isinstance(path, str) else None
+    if not isinstance(path, str):
+        return None
+    batch = value.get("batchId")
+    return path, batch if isinstance(batch, int) else None
 
 
 def landing_files(uri: str) -> dict[str, float]:
@@ -129,10 +145,17 @@ def landing_files(uri: str) -> dict[str, float]:
     return out
 
 
-def unread(checkpoint: str, inputs: Iterable[str], lay: Layout | None = None) -> Unread | None:
+def unread(
+    checkpoint: str,
+    inputs: Iterable[str],
+    lay: Layout | None = None,
+    files_per_batch: int | None = None,
+) -> Unread | None:
     """The landing files of ``inputs`` (folders; Kafka URIs are skipped) that the checkpoint's
-    newest batch should have seen and no file source logged; None when there are none or the
-    checkpoint has planned no batch yet."""
+    newest batch should have seen and no file source logged; None when there are none, when the
+    checkpoint has planned no batch yet, or when a source's newest batch read
+    ``files_per_batch`` files (the job's limit): it is then working through a backlog, and the
+    files it has not read yet are pending, not unread."""
     from spark_jobs.kafka.uri import is_kafka
 
     folders = [u for u in inputs if not is_kafka(u)]
@@ -145,12 +168,14 @@ def unread(checkpoint: str, inputs: Iterable[str], lay: Layout | None = None) ->
     landed = {k: t for u in folders for k, t in landing_files(u).items() if t <= before}
     if not landed:
         return None
-    read = files_read(lay)
-    missed = sorted(k for k in landed if k not in read)
+    log = files_read(lay)
+    if files_per_batch and any(n >= files_per_batch for n in log.newest_batch_files):
+        return None
+    missed = sorted(k for k in landed if k not in log.files)
     return Unread(missed, last) if missed else None
 
 
-def count(checkpoint: str, inputs: Iterable[str]) -> int:
+def count(checkpoint: str, inputs: Iterable[str], files_per_batch: int | None = None) -> int:
     """How many landing files the job never read (:func:`unread`); 0 when it cannot say."""
-    found = unread(checkpoint, inputs)
+    found = unread(checkpoint, inputs, files_per_batch=files_per_batch)
     return len(found.files) if found else 0

@@ -312,7 +312,7 @@ def _check_spec(lay: Layout, rep: Report, spec: Any, snapshot_root: str | None) 
     from spark_jobs.runtime.session import spec_confs
 
     _check_kafka(lay, rep, spec)
-    missed = unread(lay.uri, spec.inputs.values(), lay)
+    missed = unread(lay.uri, spec.inputs.values(), lay, spec.max_files_per_trigger)
     if missed:
         rep.add("LANDING_FILES_UNREAD", missed.describe())
 

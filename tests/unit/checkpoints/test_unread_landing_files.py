@@ -64,3 +64,13 @@ def test_a_file_that_landed_after_the_newest_batch_is_pending_not_unread(tmp_pat
 
     assert unread.unread(str(ck), spec.inputs.values()) is None
     assert "LANDING_FILES_UNREAD" not in validate_checkpoint(str(ck), spec).codes
+
+
+def test_a_backlog_being_read_under_the_batch_limit_is_pending_not_unread(tmp_path):
+    """The newest batch read as many files as the job's limit: the files not read yet wait
+    for the next batches."""
+    land, ck, _ = _checkpoint(tmp_path, int(time.time() * 1000) + 120_000)
+    inputs = [str(land)]
+
+    assert unread.unread(str(ck), inputs, files_per_batch=1) is None  # batch 10 read 1 file
+    assert unread.count(str(ck), inputs, files_per_batch=2) == 1
