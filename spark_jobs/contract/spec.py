@@ -21,6 +21,9 @@ from spark_jobs.contract.durations import parse_seconds
 from spark_jobs.contract.errors import UserError
 
 DEFAULT_MAX_FUTURE_SECONDS = 86400.0  # max_future's default (1 day)
+# max_future covers clock skew (a day or so). Past about 31,000 years, clock + max_future
+# overflows Spark's interval arithmetic (ANSI: every batch fails); a limit far below that.
+MAX_FUTURE_LIMIT_SECONDS = 100 * 365 * 86400.0
 # Per-batch limits, so a backlog is read in batches that end: one batch of a whole backlog could
 # outlast the task's timeout, be killed, and be planned again the same, for ever. Generated files
 # hold up to 200,000 lines; a local driver parses about 30,000 lines a second (docs/jobs.md).
@@ -249,8 +252,8 @@ def parse_spec(raw: dict[str, Any], where: str, default_name: str | None = None)
     max_future = parse_seconds(
         raw.get("max_future", DEFAULT_MAX_FUTURE_SECONDS), f"max_future in {where}"
     )
-    if max_future <= 0:
-        raise UserError(f"job spec {where}: max_future must be positive")
+    if not 0 < max_future <= MAX_FUTURE_LIMIT_SECONDS:
+        raise UserError(f"job spec {where}: max_future must be positive and at most 100 years")
     kafka_options = raw.get("kafka_options") or {}
     if not isinstance(kafka_options, dict):
         raise UserError(f"job spec {where}: kafka_options must map consumer properties to values")

@@ -175,3 +175,13 @@ def test_every_spec_limits_its_batches_by_default():
     assert parse_spec({**raw, "max_files_per_trigger": 7}, "x.yaml").max_files_per_trigger == 7
     with pytest.raises(UserError, match="max_files_per_trigger"):
         parse_spec({**raw, "max_files_per_trigger": 0}, "x.yaml")
+
+
+@pytest.mark.parametrize("value", ["0s", "100000000 days"])
+def test_max_future_out_of_range_is_a_one_line_error(value):
+    """A max_future of 100,000,000 days overflowed the batch clock's interval sum (its seconds do
+    not fit decimal(18,6)) in every batch: a spec error said before Spark starts."""
+    raw = {"name": "x", "inputs": {"clickstream": "/in"}, "output": "/o", "checkpoint": "/c",
+           "watermark": "10 minutes", "max_future": value}  # fmt: skip
+    with pytest.raises(UserError, match="max_future must be positive and at most 100 years"):
+        parse_spec(raw, "x.yaml")
