@@ -196,11 +196,12 @@ def _rows_per_epoch(table: str) -> dict[tuple[str, int], int]:
 
 
 def checkpoint_verdict(spec: JobSpec, now: float) -> dict[str, Any]:
+    from spark_jobs.checkpoints import unread
     from spark_jobs.checkpoints.validate import validate_checkpoint
 
     local = paths.local_path(spec.checkpoint)
     if local is None:
-        return {"checkpoint_verdict": None, "checkpoint_findings": []}
+        return {"checkpoint_verdict": None, "checkpoint_findings": [], "unread_landing_files": None}
     sig = (
         *(_stat(local / d) for d in ("", "offsets", "commits", "state")),
         int(now // CHECKPOINT_TTL),  # snapshot age findings change with time alone
@@ -209,7 +210,14 @@ def checkpoint_verdict(spec: JobSpec, now: float) -> dict[str, Any]:
     def compute() -> dict[str, Any]:
         rep = validate_checkpoint(spec.checkpoint, spec)
         verdict = rep.to_dict()["status"] if rep.exists else "none"
-        return {"checkpoint_verdict": verdict, "checkpoint_findings": rep.codes}
+        return {
+            "checkpoint_verdict": verdict,
+            "checkpoint_findings": rep.codes,
+            # landing files the job never read (CONTRACTS.md s. 4: every landed file is read)
+            "unread_landing_files": unread.count(
+                spec.checkpoint, spec.inputs.values(), spec.max_files_per_trigger
+            ),
+        }
 
     return _memoised("checkpoint", spec.checkpoint, sig, compute)
 

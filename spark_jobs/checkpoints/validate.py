@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from spark_jobs.checkpoints.layout import Layout, read_layout
+from spark_jobs.checkpoints.unread import unread
 from spark_jobs.contract.durations import describe
 from spark_jobs.contract.errors import ExitCode
 
@@ -101,6 +102,10 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "SOURCE_CHANGED": (
         ERROR,
         "point the job back at the input its checkpoint was written for, or start a new checkpoint",
+    ),
+    "LANDING_FILES_UNREAD": (
+        WARNING,
+        "run the job again (it reads every file whatever its modification time); a file still unread is not named *.json* or was removed from the source log",
     ),
     "FILE_SOURCE_LOG_BLOAT": (
         WARNING,
@@ -307,6 +312,9 @@ def _check_spec(lay: Layout, rep: Report, spec: Any, snapshot_root: str | None) 
     from spark_jobs.runtime.session import spec_confs
 
     _check_kafka(lay, rep, spec)
+    missed = unread(lay.uri, spec.inputs.values(), lay, spec.max_files_per_trigger)
+    if missed:
+        rep.add("LANDING_FILES_UNREAD", missed.describe())
 
     pinned = lay.pinned_conf()
     for key, want in spec_confs(spec).items():

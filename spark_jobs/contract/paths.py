@@ -20,6 +20,9 @@ BINDING_FILE = "job.json"
 PENDING_FILE = "pending.json"  # a restore or rollback that has put tables back, not yet done
 QUARANTINE_CHECKPOINT = "quarantine"  # the quarantine query's own checkpoint, under _statekeeper/
 QUARANTINE_TABLE = "_quarantine"  # under the job's output
+# Landing files the file source picks up; generate writes hidden temp files and renames them into
+# place, and Spark's file source skips names starting with "." or "_".
+LANDING_GLOB = "*.json*"
 
 
 def project_root() -> Path:

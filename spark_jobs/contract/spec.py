@@ -22,6 +22,14 @@ from spark_jobs.contract.errors import UserError
 from spark_jobs.contract.kafka import check_cluster, clusters_of, is_kafka
 
 DEFAULT_MAX_FUTURE_SECONDS = 86400.0  # max_future's default (1 day)
+# max_future covers clock skew (a day or so). Past about 31,000 years, clock + max_future
+# overflows Spark's interval arithmetic (ANSI: every batch fails); a limit far below that.
+MAX_FUTURE_LIMIT_SECONDS = 100 * 365 * 86400.0
+# Per-batch limits, so a backlog is read in batches that end: one batch of a whole backlog could
+# outlast the task's timeout, be killed, and be planned again the same, for ever. Generated files
+# hold up to 200,000 lines; a local driver parses about 30,000 lines a second (docs/jobs.md).
+DEFAULT_MAX_FILES_PER_TRIGGER = 100
+DEFAULT_MAX_OFFSETS_PER_TRIGGER = 1_000_000
 # Words in a kafka_options name that mark its value secret (sasl.jaas.config carries the password).
 SECRET_WORDS = ("jaas", "password", "secret", "token", "credential", "key")
 MASK = "****"
@@ -95,7 +103,7 @@ class JobSpec:
     changelog_checkpointing: bool
     shuffle_partitions: int
     min_batches_to_retain: int
-    max_files_per_trigger: int | None
+    max_files_per_trigger: int  # file inputs: files per micro-batch at most
     output_mode: str
     executor: str
     params: dict[str, Any] = field(default_factory=dict)
@@ -107,7 +115,8 @@ class JobSpec:
     path: str = ""
     # Events further ahead of the batch's clock than this are quarantined (CONTRACTS.md s. 2).
     max_future_seconds: float = DEFAULT_MAX_FUTURE_SECONDS
-    max_offsets_per_trigger: int | None = None  # Kafka inputs: records per micro-batch at most
+    # Kafka inputs: records per micro-batch at most, over all partitions
+    max_offsets_per_trigger: int = DEFAULT_MAX_OFFSETS_PER_TRIGGER
     # Kafka consumer properties passed through (security for real clusters); kept out of repr,
     # masked in to_dict, never logged.
     kafka_options: dict[str, str] = field(default_factory=dict, repr=False)
@@ -244,21 +253,19 @@ def parse_spec(raw: dict[str, Any], where: str, default_name: str | None = None)
     try:
         shuffle = int(raw.get("shuffle_partitions", 4))
         retain = int(raw.get("min_batches_to_retain", 20))
-        mfpt = raw.get("max_files_per_trigger")
-        mfpt = int(mfpt) if mfpt is not None else None
-        mopt = raw.get("max_offsets_per_trigger")
-        mopt = int(mopt) if mopt is not None else None
+        mfpt = int(raw.get("max_files_per_trigger", DEFAULT_MAX_FILES_PER_TRIGGER))
+        mopt = int(raw.get("max_offsets_per_trigger", DEFAULT_MAX_OFFSETS_PER_TRIGGER))
     except (TypeError, ValueError) as exc:
         raise UserError(f"job spec {where}: {exc}") from exc
     max_future = parse_seconds(
         raw.get("max_future", DEFAULT_MAX_FUTURE_SECONDS), f"max_future in {where}"
     )
-    if max_future <= 0:
-        raise UserError(f"job spec {where}: max_future must be positive")
+    if not 0 < max_future <= MAX_FUTURE_LIMIT_SECONDS:
+        raise UserError(f"job spec {where}: max_future must be positive and at most 100 years")
     kafka_options = raw.get("kafka_options") or {}
     if not isinstance(kafka_options, dict):
         raise UserError(f"job spec {where}: kafka_options must map consumer properties to values")
-    if (mopt is not None and mopt < 1) or (mfpt is not None and mfpt < 1):
+    if mopt < 1 or mfpt < 1:
         raise UserError(
             f"job spec {where}: max_files_per_trigger and max_offsets_per_trigger must be >= 1"
         )

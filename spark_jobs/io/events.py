@@ -25,6 +25,13 @@ EVENT_TIME = "event_time"
 ISO_TS_WITH_ZONE = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}(:?\d{2})?)$"
 
 
+# An ``int`` field holds a 32-bit value, stored as bigint: a sum over 2^32 of them (a session's
+# ``total_duration_sec``) still fits a bigint, where a sum of bigints overflows (an ANSI error in
+# Spark, a silent wrap in numpy). A ``num`` field is stored as decimal(18,2).
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+_INT_TEXT = r"^-?[0-9]+$"  # a JSON integer as the VARIANT's string value spells it
+
+
 @dataclass(frozen=True)
 class Field:
     name: str
@@ -113,7 +120,8 @@ def _json_type(v: Column, name: str) -> Column:
 
 def _types(v: Column, kind: str) -> list[Column]:
     """Per field of ``kind``, its JSON type in the VARIANT ``v`` (see :func:`_json_type`) and,
-    for timestamps and enums, its string value: columns ``_t_<field>`` and ``_s_<field>``.
+    for timestamps and enums, its string value: columns ``_t_<field>`` and ``_s_<field>``; for
+    numbers, whether they do not fit their column (:func:`_no_fit`): ``_f_<field>``.
     Computed once each, so the reason below stays small code (see :func:`parse_lines`)."""
     from pyspark.sql import functions as F
 
@@ -123,6 +131,7 @@ def _types(v: Column, kind: str) -> list[Column]:
         for f in fields(kind)
         if f.type == "ts" or f.allowed
     ]
+    cols += [_no_fit(v, f).alias(f"_f_{f.name}") for f in fields(kind) if f.type in _NO_FIT]
     return cols
 
 
@@ -140,6 +149,10 @@ def _reason(v: Column, kind: str) -> Column:
         absent = F.coalesce(t == "VOID", F.lit(True))
         if not f.nullable:
             checks.append((absent, F.lit(f"missing field {f.name}")))
+        if f.type in _NO_FIT:
+            checks.append(
+                (F.coalesce(F.col(f"_f_{f.name}"), F.lit(False)), F.lit(_NO_FIT[f.type](f)))
+            )
         checks.append(
             (
                 ~absent & ~t.isin(*_ACCEPTS[f.type]),
@@ -167,6 +180,29 @@ def _reason(v: Column, kind: str) -> Column:
     return expr
 
 
+_NO_FIT = {
+    "int": lambda f: f"field {f.name} does not fit a 32-bit integer ({INT_MIN}..{INT_MAX})",
+    "num": lambda f: f"field {f.name} does not fit {f.spark_type}",
+}
+
+
+def _no_fit(v: Column, f: Field) -> Column:
+    """True for a number of the right JSON type that its column cannot hold: an integer outside
+    32 bits (one past a long is a DECIMAL in the VARIANT), an amount outside decimal(18,2) (1e400
+    is an infinite DOUBLE). The typed projection never casts with ANSI errors, so such a line is
+    a bad record, never fatal."""
+    from pyspark.sql import functions as F
+
+    t = _json_type(v, f.name)
+    if f.type == "int":
+        whole = F.try_variant_get(v, f"$.{f.name}", "string").rlike(_INT_TEXT)
+        integral = t.isin(*_ACCEPTS["int"], "DECIMAL") & whole
+        return integral & F.try_variant_get(v, f"$.{f.name}", "int").isNull()
+    return t.isin(*_ACCEPTS["num"]) & (
+        F.try_variant_get(v, f"$.{f.name}", "double").try_cast(f.spark_type).isNull()
+    )
+
+
 # Lines longer than this are quarantined unparsed, with their first RAW_KEPT characters: a
 # 50 MB "event" is a broken producer, and parsing or storing it whole costs every reader.
 MAX_LINE_BYTES = 1024 * 1024
@@ -178,9 +214,11 @@ CORRUPT = "_corrupt"
 # exactly. The number pattern is the exact grammar, not "digits and dots": IP addresses, dates and
 # versions are common strings and must not all take the slow path.
 _LOOKS_NOT_STRING = r'^(?:-?[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|true|false|[\[{"][\s\S]*)$'
-# What the native parser is asked for: strings stay strings (checked above), ``int`` as bigint and
-# ``num`` as double, which reject a JSON string (bigint also rejects 1.5) into the corrupt column.
-_NATIVE = {"str": "string", "int": "bigint", "num": "double", "ts": "string"}
+# What the native parser is asked for: strings stay strings (checked above), ``int`` as a 32-bit
+# int and ``num`` as double, which reject a JSON string (int also rejects 1.5, and an integer
+# outside 32 bits) into the corrupt column: the slow path names the reason, at no cost to good
+# lines. An ``int`` is stored as bigint.
+_NATIVE = {"str": "string", "int": "int", "num": "double", "ts": "string"}
 
 
 def native_schema(kind: str) -> str:
@@ -206,8 +244,8 @@ def _certainly_good(j: Column, value: Column, kind: str, max_future: Column) -> 
             ok = ok & c.isNotNull()
         if f.type in ("str", "ts"):
             ok = ok & (c.isNull() | ~c.rlike(_LOOKS_NOT_STRING))
-        if f.type == "num":  # "NaN"/"Infinity" strings are the ones Spark's double accepts
-            ok = ok & (c.isNull() | (~F.isnan(c) & (F.abs(c) != float("inf"))))
+        if f.type == "num":  # NaN and infinities (quoted strings Spark's double accepts) too
+            ok = ok & (c.isNull() | c.try_cast(f.spark_type).isNotNull())
         if f.type == "ts":
             t = F.try_to_timestamp(c)
             ok = ok & c.rlike(ISO_TS_WITH_ZONE) & t.isNotNull() & (t <= max_future)
@@ -231,14 +269,26 @@ def _time_reason(j: Column, kind: str, max_future: Column, max_future_seconds: f
     return expr
 
 
+def future_limit(max_future_seconds: float, admitted_ms: int | None = None) -> Column:
+    """The latest event time that is not "in the future": the batch's clock plus
+    ``max_future_seconds``, and never earlier than ``admitted_ms``, the newest event time the
+    job already admitted (an event no later than one already in its state is not from the
+    future, whatever the clock says now)."""
+    from pyspark.sql import functions as F
+
+    limit = F.current_timestamp() + F.make_dt_interval(secs=F.lit(max_future_seconds))
+    if admitted_ms is None:
+        return limit
+    return F.greatest(limit, F.timestamp_millis(F.lit(int(admitted_ms))))
+
+
 def _slow_reason(
-    j: Column, v: Column, value: Column, kind: str, max_future_seconds: float
+    j: Column, v: Column, value: Column, kind: str, max_future_seconds: float, max_future: Column
 ) -> Column:
     """The exact reason of a line that is not certainly good (NULL: it is good after all);
     ``v`` is the line parsed to a VARIANT."""
     from pyspark.sql import functions as F
 
-    max_future = F.current_timestamp() + F.make_dt_interval(secs=F.lit(max_future_seconds))
     return (
         F.when(
             F.octet_length(value) > MAX_LINE_BYTES,
@@ -252,14 +302,21 @@ def _slow_reason(
 
 
 def parse_lines(
-    lines: DataFrame, kind: str, max_future_seconds: float = DEFAULT_MAX_FUTURE_SECONDS
+    lines: DataFrame,
+    kind: str,
+    max_future_seconds: float = DEFAULT_MAX_FUTURE_SECONDS,
+    admitted_ms: int | None = None,
 ) -> DataFrame:
     """``lines`` (``value``, ``source_file``) -> the typed fields plus ``_reason``, ``_raw``,
     ``_source_file`` (the last two set for bad lines only). Blank lines carry no event and are
     skipped.
 
     "The clock" of ``max_future`` is ``current_timestamp()``: in a streaming query, the batch's
-    timestamp kept in the offset log, so a replayed batch judges its lines the same way.
+    timestamp kept in the offset log, so a replayed batch judges its lines the same way. The
+    limit is never below ``admitted_ms`` (:func:`future_limit`), which the runner reads from the
+    checkpoint when the run starts: the newest batch's watermark plus its delay. A replay
+    decides alike with it too: the batches between a run's start and a batch admit nothing past
+    that batch's own ``clock + max_future``, so a later start moves the limit only below it.
 
     Five projections, kept apart on purpose (Spark does not merge a projection into one that
     uses its expensive columns more than once): the native parse; the typed fields and the
@@ -274,7 +331,7 @@ def parse_lines(
     from pyspark.sql import functions as F
 
     value, j, fast = F.col("value"), F.col("_j"), F.col("_fast")
-    max_future = F.current_timestamp() + F.make_dt_interval(secs=F.lit(max_future_seconds))
+    max_future = future_limit(max_future_seconds, admitted_ms)
     native = lines.where(F.trim(value) != "").select(
         value,
         F.col("source_file"),
@@ -291,7 +348,9 @@ def parse_lines(
         if f.type == "ts":
             c = F.try_to_timestamp(c)
         elif f.type == "num":
-            c = c.cast(f.spark_type)
+            c = c.try_cast(f.spark_type)  # an amount that does not fit is a bad line, not fatal
+        elif f.type == "int":
+            c = c.cast(f.spark_type)  # int to bigint: always fits
         typed.append(c.alias(f.name))
     names = [f.name for f in fields(kind)]
     checked = native.select(
@@ -300,7 +359,7 @@ def parse_lines(
     variant = checked.select("*", F.when(~fast, F.try_parse_json(value)).alias("_v"))
     variant = variant.select("*", *_types(F.col("_v"), kind))
     reason = F.when(fast, F.lit(None)).otherwise(
-        _slow_reason(j, F.col("_v"), value, kind, max_future_seconds)
+        _slow_reason(j, F.col("_v"), value, kind, max_future_seconds, max_future)
     )
     raw = F.when(F.octet_length(value) > MAX_LINE_BYTES, F.left(value, F.lit(RAW_KEPT))).otherwise(
         value

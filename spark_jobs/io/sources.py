@@ -13,9 +13,14 @@ if TYPE_CHECKING:
 
     from spark_jobs.contract.spec import JobSpec
 
-# Files the source picks up; generate writes hidden temp files and renames them into place, and
-# Spark's file source skips names starting with "." or "_".
-FILE_GLOB = "*.json*"
+# Spark's file source forgets, and then never reads, a file whose modification time is more than
+# maxFileAge (default 7 days) older than the newest file it has seen: a landing file copied with
+# its mtime (cp -p, rsync -t, tar x) was skipped for ever. Its seen-files map admits a file when
+# ``mtime >= newest mtime seen - maxFileAge`` and purges entries below that line; at Long.MaxValue
+# ms nothing is ever below it. The cost: the map keeps one entry per file ever read (about 200
+# bytes of driver heap each: 1 GB per 5 million files), where it kept the last 7 days' worth;
+# the source's log lists every file ever read either way (docs/jobs.md, "Landing files").
+MAX_FILE_AGE = f"{2**63 - 1}ms"
 
 
 def check_input(uri: str, job: str) -> None:
@@ -53,7 +58,11 @@ def read_lines(spark: SparkSession, spec: JobSpec, kind: str) -> DataFrame:
     check_input(uri, spec.name)
     if kafka_uri.is_kafka(uri):
         return kafka_source.read_lines(spark, spec, uri)
-    reader = spark.readStream.format("text").option("pathGlobFilter", FILE_GLOB)
-    if spec.max_files_per_trigger:
-        reader = reader.option("maxFilesPerTrigger", spec.max_files_per_trigger)
+    reader = (
+        spark.readStream.format("text")
+        .option("pathGlobFilter", paths.LANDING_GLOB)
+        .option("maxFileAge", MAX_FILE_AGE)
+        # available-now honours it too: a backlog is read in several batches, each of which ends
+        .option("maxFilesPerTrigger", spec.max_files_per_trigger)
+    )
     return reader.load(uri).select("value", F.col("_metadata.file_path").alias("source_file"))

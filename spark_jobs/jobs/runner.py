@@ -118,6 +118,20 @@ def failure(spec: JobSpec, exc: BaseException) -> JobFailed:
     return JobFailed(head + spark_errors.reason(exc, spark_errors.LINE_LIMIT - len(head)))
 
 
+def admitted_until_ms(spec: JobSpec) -> int | None:
+    """The newest event time the job has admitted, as far as its checkpoint says: the newest
+    batch's watermark (the newest event time seen minus the delay; with two inputs, the lower)
+    plus the delay. None before any watermark."""
+    from spark_jobs.checkpoints.layout import read_layout
+
+    lay = read_layout(spec.checkpoint, parse_tail=1, sizes=False)
+    last = lay.last_offset
+    wm = (lay.offset_meta.get(last) or {}).get("batchWatermarkMs") if last is not None else None
+    if not isinstance(wm, int) or wm <= 0:
+        return None
+    return wm + int(spec.watermark_seconds * 1000)
+
+
 def build_stream(spark: Any, spec: JobSpec) -> Any:
     """The query's rows: the job's output unioned with the bad records of every input.
 
@@ -127,10 +141,11 @@ def build_stream(spark: Any, spec: JobSpec) -> Any:
     good: dict[str, Any] = {}
     bad = None
     keys = job.shuffle_keys(spec) if job.shuffle_keys else {}
+    admitted = admitted_until_ms(spec)
     for kind in spec.kinds:
         lines = sources.read_lines(spark, spec, kind)
         parsed = ev.shared(
-            ev.parse_lines(lines, kind, spec.max_future_seconds),
+            ev.parse_lines(lines, kind, spec.max_future_seconds, admitted),
             spec.shuffle_partitions,
             keys.get(kind),
         )
@@ -314,12 +329,10 @@ def _wait(
                 raise q.exception()
         if all(not q.isActive for q in queries):
             return
-        if stop_signal:
+        # --run-for ends a run between batches too: a batch cut short is planned again the same
+        # next time, so one longer than every run would never end.
+        if stop_signal or (deadline is not None and time.time() >= deadline):
             _stop_between_batches(queries, heartbeat)
-            return
-        if deadline is not None and time.time() >= deadline:
-            for q in queries:
-                q.stop()
             return
         if heartbeat is not None:
             heartbeat.tick(queries)

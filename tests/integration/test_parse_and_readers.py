@@ -20,6 +20,9 @@ GOOD = {"event_id": "e0", "user_id": "u1", "event_type": "page_view", "page": "/
         "duration_sec": 3, "event_time": at(0)}  # fmt: skip
 
 
+DURATION = '"duration_sec": 3'
+
+
 def line(**changes):
     event = dict(GOOD, **changes)
     return json.dumps({k: v for k, v in event.items() if v is not ...})
@@ -27,57 +30,113 @@ def line(**changes):
 
 def test_hostile_lines_are_quarantined_each_with_its_reason(spark, tmp_path):
     folder = tmp_path / "land" / "clickstream"
-    lines = {
-        "good": line(),
-        "field user_id must be a string, got bigint": line(event_id="e1", user_id=123),
-        "missing field event_id": line(event_id=...),
-        "field event_time must be an ISO-8601 timestamp with a timezone": line(
-            event_id="e2", event_time="2026-03-15 12:00:00"
+    not_int = "field duration_sec must be an integer, got "
+    too_big = "field duration_sec does not fit a 32-bit integer (-2147483648..2147483647)"
+    cases = [
+        ("good", line()),
+        ("field user_id must be a string, got bigint", line(event_id="e1", user_id=123)),
+        ("missing field event_id", line(event_id=...)),
+        (
+            "field event_time must be an ISO-8601 timestamp with a timezone",
+            line(event_id="e2", event_time="2026-03-15 12:00:00"),
         ),
-        "malformed JSON": '{"event_id": "e3", "user_',
-        "field event_time is not a real instant": line(
-            event_id="e4", event_time="2026-02-30T12:00:00Z"
+        ("malformed JSON", '{"event_id": "e3", "user_'),
+        (
+            "field event_time is not a real instant",
+            line(event_id="e4", event_time="2026-02-30T12:00:00Z"),
         ),
-        "field event_time is more than 24 hours ahead of the clock": line(
-            event_id="e5", event_time="9999-12-31T00:00:00Z"
+        (
+            "field event_time is more than 24 hours ahead of the clock",
+            line(event_id="e5", event_time="9999-12-31T00:00:00Z"),
         ),
-        "a string that looks like a number is still a string": line(event_id="e6", user_id="42"),
+        ("a string that looks like a number is still a string", line(event_id="e6", user_id="42")),
         # Spark's parser makes the text "Infinity" (quotes included) of an overflowing number.
-        "field page must be a string, got double": line(event_id="e8").replace('"/a"', "1e400"),
-        "strings shaped like an IP address or a date are strings": line(
-            event_id="e9", user_id="10.1.2.3", page="2026-01-02"
+        ("field page must be a string, got double", line(event_id="e8").replace('"/a"', "1e400")),
+        (
+            "strings shaped like an IP address or a date are strings",
+            line(event_id="e9", user_id="10.1.2.3", page="2026-01-02"),
         ),
-    }
+        # Numbers of the right JSON type that their column cannot hold: never fatal.
+        (not_int + "double", line(event_id="n1").replace(DURATION, '"duration_sec": 1e20')),
+        (not_int + "double", line(event_id="n2").replace(DURATION, '"duration_sec": -1e20')),
+        (not_int + "double", line(event_id="n3").replace(DURATION, '"duration_sec": 1e400')),
+        (too_big, line(event_id="n4", duration_sec=9223372036854775808)),
+        (too_big, line(event_id="n5", duration_sec=2**40)),
+        (too_big, line(event_id="n6", duration_sec=-(2**31) - 1)),
+        (not_int + "string", line(event_id="n7", duration_sec="NaN")),
+        ("malformed JSON", line(event_id="n8").replace(DURATION, '"duration_sec": NaN')),
+        ("the largest duration is good", line(event_id="n9", duration_sec=2**31 - 1)),
+    ]
     good = {
         "good",
         "a string that looks like a number is still a string",
         "strings shaped like an IP address or a date are strings",
+        "the largest duration is good",
     }
-    write_lines(folder, "a.json", list(lines.values()))
+    write_lines(folder, "a.json", [text for _, text in cases])
     # A 50 MB line and a line with a byte that is not UTF-8, in files of their own.
     (folder / "b.json").write_bytes(b'{"event_id": "' + b"x" * 50_000_000 + b'"}\n')
     (folder / "c.json").write_bytes(line(event_id="e7").encode().replace(b"u1", b"u\xff") + b"\n")
 
     summary = run_job(job_spec("dedup_events", tmp_path), spark=spark)
 
-    q = {
-        r["reason"]: r
-        for r in spark.read.format("delta").load(str(tmp_path / "out" / "_quarantine")).collect()
-    }
-    wanted = set(lines) - good
-    wanted |= {
+    quarantined = spark.read.format("delta").load(str(tmp_path / "out" / "_quarantine")).collect()
+    wanted = [reason for reason, _ in cases if reason not in good] + [
         "line longer than 1048576 bytes (first 4096 characters kept)",
         "line is not valid UTF-8",
-    }
-    assert set(q) == wanted
+    ]
+    assert sorted(r["reason"] for r in quarantined) == sorted(wanted)
     assert summary.quarantined == len(wanted)
+    q = {r["reason"]: r for r in quarantined}
     assert len(q["line longer than 1048576 bytes (first 4096 characters kept)"]["raw_line"]) == 4096
     out = spark.read.format("delta").load(str(tmp_path / "out"))
-    assert sorted(r["user_id"] for r in out.collect()) == ["10.1.2.3", "42", "u1"]
+    assert sorted(r["user_id"] for r in out.collect()) == ["10.1.2.3", "42", "u1", "u1"]
+    assert max(r["duration_sec"] for r in out.collect()) == 2**31 - 1
     # The year-9999 line never reached the table: another reader reads all of it.
     from deltalake import DeltaTable
 
-    assert DeltaTable(str(tmp_path / "out")).to_pyarrow_table().num_rows == 3
+    assert DeltaTable(str(tmp_path / "out")).to_pyarrow_table().num_rows == 4
+
+
+def test_amounts_that_do_not_fit_their_decimal_are_quarantined_not_fatal(spark, tmp_path):
+    """The hostile numbers of orders and payments: ``amount`` is a decimal(18,2), and a cast
+    that does not fit once threw in every batch (ANSI mode), so the file had to be edited by hand
+    (on Kafka, a poison pill for ever)."""
+    no_fit = "field amount does not fit decimal(18,2)"
+    order = {"order_id": "o1", "user_id": "u1", "amount": 12.345, "event_time": at(0)}
+    payment = {"payment_id": "p1", "order_id": "o1", "amount": 12.35, "event_time": at(1)}
+
+    def with_amount(event: dict, n: int, amount: str) -> str:
+        key = next(k for k in event if k.endswith("_id"))
+        return json.dumps(dict(event, **{key: f"{event[key]}-{n}", "amount": 0})).replace(
+            '"amount": 0', f'"amount": {amount}'
+        )
+
+    orders = [
+        (no_fit, "1e20"), (no_fit, "-1e20"), (no_fit, "1e400"), (no_fit, "9223372036854775808"),
+        (no_fit, "1e16"), ("field amount must be a number, got string", '"NaN"'),
+        ("field amount must be a number, got string", '"Infinity"'), ("malformed JSON", "NaN"),
+    ]  # fmt: skip
+    write_lines(
+        tmp_path / "land" / "orders",
+        "a.json",
+        [json.dumps(order)] + [with_amount(order, i, a) for i, (_, a) in enumerate(orders)],
+    )
+    write_lines(
+        tmp_path / "land" / "payments",
+        "a.json",
+        [json.dumps(payment), with_amount(payment, 0, "-1e20")],
+    )
+
+    summary = run_job(job_spec("order_payments", tmp_path), spark=spark)
+
+    quarantined = spark.read.format("delta").load(str(tmp_path / "out" / "_quarantine")).collect()
+    assert sorted(r["reason"] for r in quarantined) == sorted([r for r, _ in orders] + [no_fit])
+    assert summary.quarantined == len(orders) + 1
+    from decimal import Decimal
+
+    [row] = spark.read.format("delta").load(str(tmp_path / "out")).collect()
+    assert (row["order_id"], row["payment_id"], row["amount"]) == ("o1", "p1", Decimal("12.35"))
 
 
 # The JVM does not compile a method over 8,000 bytes of bytecode: it interprets it, for every
@@ -203,3 +262,37 @@ def test_batch_writer_rebuilds_the_exactly_once_check_off_the_write(spark, tmp_p
         sc.setLocalProperty("spark.jobGroup.id", None)
     got = sorted(tuple(r) for r in spark.read.format("delta").load(out).collect())
     assert got == [("u1", 1), ("u2", 2)]
+
+
+def test_an_event_no_later_than_one_already_admitted_is_not_in_the_future(spark, tmp_path):
+    """``max_future`` follows the batch's clock but is bounded by event time already admitted:
+    once the job admitted an event (here under a wider ``max_future``, as a driver whose clock
+    ran ahead would), a later one up to that time is not quarantined as "in the future"."""
+    from dataclasses import replace
+    from datetime import UTC, datetime, timedelta
+
+    def ahead(hours: float) -> str:
+        t = datetime.now(UTC) + timedelta(hours=hours)
+        return t.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+    folder = tmp_path / "land" / "clickstream"
+    spec = job_spec("dedup_events", tmp_path)
+    write_lines(folder, "a.json", [line(event_id="far", event_time=ahead(120))])
+    assert run_job(replace(spec, max_future_seconds=10 * 86400), spark=spark).quarantined == 0
+
+    # The watermark now stands an hour (the delay) before that event; one day of max_future.
+    write_lines(
+        folder,
+        "b.json",
+        [
+            line(event_id="admitted", event_time=ahead(120 - 0.5)),
+            line(event_id="beyond", event_time=ahead(144)),
+        ],
+    )
+    second = run_job(spec, spark=spark)
+
+    out = spark.read.format("delta").load(str(tmp_path / "out"))
+    assert sorted(r["event_id"] for r in out.collect()) == ["admitted", "far"]
+    [q] = spark.read.format("delta").load(str(tmp_path / "out" / "_quarantine")).collect()
+    assert q["reason"] == "field event_time is more than 24 hours ahead of the clock"
+    assert '"beyond"' in q["raw_line"] and second.quarantined == 1

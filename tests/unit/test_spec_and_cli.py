@@ -10,7 +10,14 @@ import pytest
 from spark_jobs.cli import main
 from spark_jobs.contract.durations import parse_seconds, spark_interval
 from spark_jobs.contract.errors import UserError
-from spark_jobs.contract.spec import Trigger, list_jobs, load_spec, parse_spec
+from spark_jobs.contract.spec import (
+    DEFAULT_MAX_FILES_PER_TRIGGER,
+    DEFAULT_MAX_OFFSETS_PER_TRIGGER,
+    Trigger,
+    list_jobs,
+    load_spec,
+    parse_spec,
+)
 from spark_jobs.generate import generate
 from spark_jobs.jobs import definition
 
@@ -155,3 +162,26 @@ def test_payments_follow_generated_orders(tmp_path):
     assert 200 < len(pays) < 300 and {x["order_id"] for x in pays} <= orders
     again = generate("payments", str(tmp_path / "payments"), 1000, seed=2)
     assert again.events == 0  # every order already has its payment (or none)
+
+
+def test_every_spec_limits_its_batches_by_default():
+    """A backlog is read in batches that end: without a per-batch limit, one batch of the whole
+    backlog could outlast the task's timeout and be planned again the same after every kill."""
+    raw = {"name": "x", "inputs": {"clickstream": "/in"}, "output": "/o", "checkpoint": "/c",
+           "watermark": "10 minutes"}  # fmt: skip
+    spec = parse_spec(raw, "x.yaml")
+    assert spec.max_files_per_trigger == DEFAULT_MAX_FILES_PER_TRIGGER > 0
+    assert spec.max_offsets_per_trigger == DEFAULT_MAX_OFFSETS_PER_TRIGGER > 0
+    assert parse_spec({**raw, "max_files_per_trigger": 7}, "x.yaml").max_files_per_trigger == 7
+    with pytest.raises(UserError, match="max_files_per_trigger"):
+        parse_spec({**raw, "max_files_per_trigger": 0}, "x.yaml")
+
+
+@pytest.mark.parametrize("value", ["0s", "100000000 days"])
+def test_max_future_out_of_range_is_a_one_line_error(value):
+    """A max_future of 100,000,000 days overflowed the batch clock's interval sum (its seconds do
+    not fit decimal(18,6)) in every batch: a spec error said before Spark starts."""
+    raw = {"name": "x", "inputs": {"clickstream": "/in"}, "output": "/o", "checkpoint": "/c",
+           "watermark": "10 minutes", "max_future": value}  # fmt: skip
+    with pytest.raises(UserError, match="max_future must be positive and at most 100 years"):
+        parse_spec(raw, "x.yaml")

@@ -1,0 +1,181 @@
+"""Landing files a job never read: each landing folder's files against the file source's log.
+
+Spark's file source logs every file it reads under ``<checkpoint>/sources/<i>/``: after a
+``v1`` line, one JSON line per file (``{"path": URL-encoded URL, "timestamp": mtime, "batchId"}``)
+in delta files ``N`` and, every 10th, a compact file ``N.compact`` that repeats every entry before
+it (the source log never drops an entry). A landing file in no log was not read.
+
+A file that arrived after the newest batch was planned is only pending (the next batch reads it),
+so a file counts as unread only when it was there, by its arrival time, ``SETTLE_SECONDS`` before
+the newest batch's timestamp. Its arrival time is the later of its mtime and, on a local disk,
+its ctime: ``cp -p`` or ``touch -d`` set an old mtime, but the kernel sets the ctime to the moment
+the file was created, renamed into place or touched. An object store's mtime is its upload time.
+
+Files only, no Spark: ``checkpoint validate`` warns with the count and a few names, and the
+health page shows the count.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from urllib.parse import unquote, urlparse
+
+from spark_jobs.checkpoints.layout import (
+    SOURCE_LOG_NAME,
+    Layout,
+    filesystem,
+    read_layout,
+    read_text,
+)
+from spark_jobs.contract import paths
+
+# Between Spark listing the folder and stamping the batch, and the landing store's clock against
+# the driver's: a file newer than this before the newest batch may simply be the next batch's.
+SETTLE_SECONDS = 60.0
+EXAMPLES = 3  # names a report shows
+
+
+@dataclass(frozen=True)
+class Unread:
+    """Landing files the job did not read though they were there before its newest batch."""
+
+    files: list[str]  # full paths, sorted
+    batch: int  # the newest batch, the one they were there before
+
+    def describe(self) -> str:
+        shown = ", ".join(os.path.basename(f) for f in self.files[:EXAMPLES])
+        more = f" and {len(self.files) - EXAMPLES} more" if len(self.files) > EXAMPLES else ""
+        return (
+            f"{len(self.files)} landing file(s) were there before batch {self.batch} and are in "
+            f"no file source log: {shown}{more}"
+        )
+
+
+def _key(url_or_path: str) -> str:
+    """One spelling of a file for both sides: a local path, or ``bucket/key`` of a store."""
+    u = urlparse(url_or_path)
+    if u.scheme in ("", "file"):
+        return os.path.abspath(unquote(u.path))
+    return unquote(u.netloc + u.path)
+
+
+@dataclass
+class SourceLog:
+    """What the file sources logged: every file read, and how many each source's newest log
+    batch read (a full batch means the source may still have a backlog to read)."""
+
+    files: set[str] = field(default_factory=set)  # keys as :func:`_key` spells them
+    newest_batch_files: list[int] = field(default_factory=list)  # per source
+
+
+def files_read(lay: Layout) -> SourceLog:
+    """Every file the checkpoint's file sources logged."""
+    logs: dict[str, dict[int, str]] = {}  # source -> log batch -> relative path
+    compact: dict[str, int] = {}
+    for rel in lay.files:
+        parts = rel.split("/")
+        m = SOURCE_LOG_NAME.match(parts[-1]) if len(parts) == 3 and parts[0] == "sources" else None
+        if m is None or parts[-1].startswith(".") or m.group(3):
+            continue
+        n = int(m.group(1))
+        logs.setdefault(parts[1], {})[n] = rel
+        if m.group(2):
+            compact[parts[1]] = max(compact.get(parts[1], -1), n)
+    out = SourceLog()
+    for src, batches in logs.items():
+        since = compact.get(src, -1)  # the newest compact file holds every entry up to it
+        newest = max(batches)
+        in_newest = 0
+        for n in sorted(b for b in batches if b >= since):
+            for line in read_text(lay.uri, batches[n]).split("\n")[1:]:
+                entry = _entry(line)
+                if entry is not None:
+                    out.files.add(_key(entry[0]))
+                    in_newest += entry[1] == newest
+        out.newest_batch_files.append(in_newest)
+    return out
+
+
+def _entry(line: str) -> tuple[str, int | None] | None:
+    """The path and log batch of one log line; None for a line that is not a file entry (a
+    Kafka source's initial offsets share the folder layout)."""
+    if not line.strip().startswith("{"):
+        return None
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    path = value.get("path") if isinstance(value, dict) else None
+    if not isinstance(path, str):
+        return None
+    batch = value.get("batchId")
+    return path, batch if isinstance(batch, int) else None
+
+
+def landing_files(uri: str) -> dict[str, float]:
+    """The files of a landing folder the job is meant to read, with their arrival times: every
+    file under it, hidden names (``.``/``_``, which Spark never reads) left out."""
+    local = paths.local_path(uri)
+    out: dict[str, float] = {}
+    if local is not None:
+        for folder, dirs, names in os.walk(local):
+            dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
+            for name in names:
+                if name.startswith((".", "_")):
+                    continue
+                full = os.path.join(folder, name)
+                try:
+                    st = os.stat(full)
+                except FileNotFoundError:
+                    continue  # removed since the folder was read
+                out[_key(full)] = max(st.st_mtime, st.st_ctime)
+        return out
+    fs, root = filesystem(uri)
+    if not fs.exists(root):
+        return out
+    for full, info in fs.find(root, detail=True).items():
+        rel = full[len(root) :].lstrip("/")
+        if any(p.startswith((".", "_")) for p in rel.split("/")):
+            continue
+        mtime = info.get("mtime") or info.get("LastModified") or info.get("created") or 0
+        out[_key(full)] = float(mtime.timestamp() if hasattr(mtime, "timestamp") else mtime)
+    return out
+
+
+def unread(
+    checkpoint: str,
+    inputs: Iterable[str],
+    lay: Layout | None = None,
+    files_per_batch: int | None = None,
+) -> Unread | None:
+    """The landing files of ``inputs`` (folders; Kafka URIs are skipped) that the checkpoint's
+    newest batch should have seen and no file source logged; None when there are none, when the
+    checkpoint has planned no batch yet, or when a source's newest batch read
+    ``files_per_batch`` files (the job's limit): it is then working through a backlog, and the
+    files it has not read yet are pending, not unread."""
+    from spark_jobs.kafka.uri import is_kafka
+
+    folders = [u for u in inputs if not is_kafka(u)]
+    lay = lay or read_layout(checkpoint, parse_tail=1, sizes=False)
+    last = lay.last_offset
+    stamp = (lay.offset_meta.get(last) or {}).get("batchTimestampMs") if last is not None else None
+    if not folders or last is None or not isinstance(stamp, int | float):
+        return None
+    before = stamp / 1000 - SETTLE_SECONDS
+    landed = {k: t for u in folders for k, t in landing_files(u).items() if t <= before}
+    if not landed:
+        return None
+    log = files_read(lay)
+    if files_per_batch and any(n >= files_per_batch for n in log.newest_batch_files):
+        return None
+    missed = sorted(k for k in landed if k not in log.files)
+    return Unread(missed, last) if missed else None
+
+
+def count(checkpoint: str, inputs: Iterable[str], files_per_batch: int | None = None) -> int:
+    """How many landing files the job never read (:func:`unread`); 0 when it cannot say."""
+    found = unread(checkpoint, inputs, files_per_batch=files_per_batch)
+    return len(found.files) if found else 0

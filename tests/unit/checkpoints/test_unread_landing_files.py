@@ -1,0 +1,76 @@
+"""Landing files the job never read, from files alone: the landing folder against the file
+source's log (compact file and the deltas after it), reported by ``checkpoint validate``."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from spark_jobs.checkpoints import unread
+from spark_jobs.checkpoints.synthetic import ROCKSDB, offset_text
+from spark_jobs.checkpoints.validate import validate_checkpoint
+from spark_jobs.contract.spec import load_spec
+
+pytestmark = pytest.mark.unit
+
+
+def _log(path: Path, files: list[Path], batch: int) -> None:
+    """A source-log file as Spark writes it: v1, then one entry per file read."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    entries = [
+        json.dumps({"path": "file://" + quote(str(f)), "timestamp": 0, "batchId": batch})
+        for f in files
+    ]
+    path.write_text("\n".join(["v1", *entries]))
+
+
+def _checkpoint(tmp_path: Path, batch_time_ms: int) -> tuple[Path, Path, Path]:
+    land, ck = tmp_path / "land", tmp_path / "ck"
+    land.mkdir()
+    read_a, read_c, missed = land / "a.json", land / "c d.json", land / "b.json"
+    for f in (read_a, read_c, missed, land / "_SUCCESS", land / ".b.json.tmp"):
+        f.write_text('{"x": 1}\n')
+    (ck / "offsets").mkdir(parents=True)
+    (ck / "metadata").write_text('{"id": "q"}')
+    (ck / "offsets" / "10").write_text(offset_text(10, 2, ROCKSDB, batch_time_ms - 600_000, 60_000))
+    # The compact file repeats every earlier entry; a delta older than it is already in it.
+    _log(ck / "sources" / "0" / "9.compact", [read_a], 9)
+    _log(ck / "sources" / "0" / "10", [read_c], 10)
+    _log(ck / "sources" / "0" / "8", [], 8)
+    return land, ck, missed
+
+
+def test_validate_counts_a_landing_file_the_job_did_not_read(tmp_path):
+    # the newest batch was planned two minutes after these files landed
+    land, ck, missed = _checkpoint(tmp_path, int(time.time() * 1000) + 120_000)
+    spec = load_spec("dedup_events").with_overrides(input=str(land), checkpoint=str(ck))
+
+    found = unread.unread(str(ck), spec.inputs.values())
+    assert found is not None and found.files == [str(missed)]
+    assert unread.count(str(ck), spec.inputs.values()) == 1
+    report = validate_checkpoint(str(ck), spec)
+    [finding] = [f for f in report.findings if f.code == "LANDING_FILES_UNREAD"]
+    assert finding.severity == "warning"
+    assert "1 landing file(s)" in finding.message and "b.json" in finding.message
+
+
+def test_a_file_that_landed_after_the_newest_batch_is_pending_not_unread(tmp_path):
+    land, ck, _ = _checkpoint(tmp_path, int(time.time() * 1000))
+    spec = load_spec("dedup_events").with_overrides(input=str(land), checkpoint=str(ck))
+
+    assert unread.unread(str(ck), spec.inputs.values()) is None
+    assert "LANDING_FILES_UNREAD" not in validate_checkpoint(str(ck), spec).codes
+
+
+def test_a_backlog_being_read_under_the_batch_limit_is_pending_not_unread(tmp_path):
+    """The newest batch read as many files as the job's limit: the files not read yet wait
+    for the next batches."""
+    land, ck, _ = _checkpoint(tmp_path, int(time.time() * 1000) + 120_000)
+    inputs = [str(land)]
+
+    assert unread.unread(str(ck), inputs, files_per_batch=1) is None  # batch 10 read 1 file
+    assert unread.count(str(ck), inputs, files_per_batch=2) == 1
