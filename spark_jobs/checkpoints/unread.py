@@ -156,7 +156,7 @@ def unread(
     checkpoint has planned no batch yet, or when a source's newest batch read
     ``files_per_batch`` files (the job's limit): it is then working through a backlog, and the
     files it has not read yet are pending, not unread."""
-    from spark_jobs.kafka.uri import is_kafka
+    from spark_jobs.contract.kafka import is_kafka
 
     folders = [u for u in inputs if not is_kafka(u)]
     lay = lay or read_layout(checkpoint, parse_tail=1, sizes=False)
