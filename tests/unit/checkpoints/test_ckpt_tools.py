@@ -12,7 +12,7 @@ import pytest
 from spark_jobs.checkpoints import roots
 from spark_jobs.checkpoints.inspect import inspect_checkpoint, render
 from spark_jobs.checkpoints.layout import StoreFiles, read_layout
-from spark_jobs.checkpoints.manifests import list_snapshots
+from spark_jobs.checkpoints.manifests import find_snapshot, list_snapshots, newest_valid
 from spark_jobs.checkpoints.repartition import plan
 from spark_jobs.checkpoints.restore import restore
 from spark_jobs.checkpoints.rollback import rollback
@@ -245,3 +245,26 @@ def test_snapshot_of_an_empty_checkpoint_is_refused(tmp_path):
     os.makedirs(t.checkpoint)
     with pytest.raises(UserError, match="no committed batch"):
         take_snapshot(t)
+
+
+def test_snapshot_order_follows_taking_not_the_clock(tmp_path, monkeypatch):
+    """A clock stepped back an hour (and two snapshots within one second) must not make the older
+    snapshot "newest": restore's default, prune's keep and the staleness check follow the order
+    the snapshots were taken in, which for one lineage is the order of the batches they hold."""
+    t = target(tmp_path)
+    make_checkpoint(t.checkpoint, batches=10, unique=True)
+    first = take_snapshot(t)
+    make_checkpoint(t.checkpoint, batches=20, first_batch=10, state_versions=10, unique=True)
+    real = time.time
+    monkeypatch.setattr(time, "time", lambda: real() - 3600)  # NTP stepped the clock back
+    second = take_snapshot(t)
+    assert (first["batch"], second["batch"]) == (9, 19)
+    assert [m["id"] for m in list_snapshots(t.snapshot_root)] == [second["id"], first["id"]]
+    assert find_snapshot(t.snapshot_root, None)["id"] == second["id"]
+    assert newest_valid(t.snapshot_root)["id"] == second["id"]
+    assert prune(t, keep=1, max_age_s=None, dry_run=True)["deleted"] == [first["id"]]
+    # the same batch twice in one second (no run between): the later one is newest
+    monkeypatch.setattr(time, "time", lambda: 1_800_000_000.0)
+    third = take_snapshot(t)
+    fourth = take_snapshot(t)
+    assert [m["id"] for m in list_snapshots(t.snapshot_root)][:2] == [fourth["id"], third["id"]]
