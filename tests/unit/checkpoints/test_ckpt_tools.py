@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
 import pytest
 
-from spark_jobs.checkpoints import roots
+from spark_jobs.checkpoints import first_batch, roots
 from spark_jobs.checkpoints.inspect import inspect_checkpoint, render
 from spark_jobs.checkpoints.layout import StoreFiles, read_layout
 from spark_jobs.checkpoints.manifests import find_snapshot, list_snapshots, newest_valid
@@ -268,3 +269,32 @@ def test_snapshot_order_follows_taking_not_the_clock(tmp_path, monkeypatch):
     third = take_snapshot(t)
     fourth = take_snapshot(t)
     assert [m["id"] for m in list_snapshots(t.snapshot_root)][:2] == [fourth["id"], third["id"]]
+
+
+def test_a_batch_0_cut_short_is_cleared_not_damage(tmp_path):
+    """Killed inside batch 0 of a new checkpoint: offsets/0, no commit, state for some partitions
+    only. Nothing is committed, so no state is needed: validation says so (info, exit 0) and the
+    run's clear moves that state aside; with any batch committed the same state is damage."""
+    t = target(tmp_path)
+    ck = make_checkpoint(t.checkpoint, batches=1)
+    (ck / "commits" / "0").unlink()
+    for part in ("2", "3"):
+        shutil.rmtree(ck / "state" / "0" / part)
+    (ck / "state" / "0" / "1" / ".1.changelog.1234.tmp").write_bytes(b"cut")
+    report = validate_checkpoint(str(ck))
+    assert report.exit_code == 0 and "FIRST_BATCH_CUT_SHORT" in report.codes
+    assert not {"STATE_PARTITIONS", "TEMP_FILES"} & set(report.codes)
+    kept = {p: b for p, b in files_of(ck).items() if not p.startswith("state/")}
+    cleared = first_batch.clear(str(ck))
+    assert cleared is not None and not (ck / "state").exists()
+    assert {p: b for p, b in files_of(ck).items() if "first-batch" not in p} == kept
+    assert (Path(cleared["aside"]) / "state" / "0" / "1" / ".1.changelog.1234.tmp").is_file()
+    assert validate_checkpoint(str(ck)).codes == ["UNCOMMITTED_BATCH"]
+    assert first_batch.clear(str(ck)) is None
+
+    # batch 0 committed, batch 1 cut short: its state is needed, partitions missing is damage
+    other = make_checkpoint(tmp_path / "ck" / "other", batches=2)
+    (other / "commits" / "1").unlink()
+    shutil.rmtree(other / "state" / "0" / "3")
+    assert "STATE_PARTITIONS" in validate_checkpoint(str(other)).codes
+    assert first_batch.clear(str(other)) is None and (other / "state" / "0" / "0").is_dir()
