@@ -298,3 +298,35 @@ def test_a_batch_0_cut_short_is_cleared_not_damage(tmp_path):
     shutil.rmtree(other / "state" / "0" / "3")
     assert "STATE_PARTITIONS" in validate_checkpoint(str(other)).codes
     assert first_batch.clear(str(other)) is None and (other / "state" / "0" / "0").is_dir()
+
+
+def test_a_repartition_cut_short_is_refused_by_runs_and_put_back_by_the_command(tmp_path):
+    """What a killed repartition leaves, by hand (the real kill: tests/integration/
+    test_repartition.py): the marker naming the whole copy, a half-rewritten checkpoint, and
+    stray copies no marker names. Runs refuse it; the command's first step swaps the copy back
+    and deletes the strays; without the copy it refuses, naming the snapshot."""
+    from spark_jobs.checkpoints import queries
+    from spark_jobs.checkpoints import repartition as R
+
+    t = target(tmp_path)
+    ck = make_checkpoint(t.checkpoint, batches=5)
+    before = files_of(ck)
+    copy = ck.with_name(".job.before-repartition-20260101T000000Z")
+    stray = ck.with_name(".job.before-repartition-20251231T000000Z")
+    shutil.copytree(ck, copy)
+    shutil.copytree(ck, stray)
+    queries.mark_pending(ck, "repartition", to=8, undo=copy.name, snapshot="S1")
+    (ck / "offsets" / "5").write_text("v1\n{}")  # Spark's half-written repartition batch
+    with pytest.raises(UserError, match="repartition to 8 partitions was cut short") as refused:
+        queries.check_pending(str(ck))
+    assert refused.value.exit_code == 4
+    assert R.plan(t, 8)["undo_first"] == str(copy)
+
+    assert R.undo_cut_short(t, ck) == str(copy)
+    assert files_of(ck) == before and queries.read_pending(ck) is None
+    assert not list(ck.parent.glob(".job.*"))
+    queries.check_pending(str(ck))  # runs go on
+
+    queries.mark_pending(ck, "repartition", to=8, undo=copy.name, snapshot="S1")
+    with pytest.raises(UserError, match="restore --snapshot S1"):
+        R.undo_cut_short(t, ck)  # the copy is gone
