@@ -39,12 +39,12 @@ def partial_state(lay: Layout) -> list[str]:
     return sorted(p for p in lay.files if p.startswith(f"{STATE_DIR}/"))
 
 
-def clear(checkpoint: str) -> dict[str, Any] | None:
+def clear(checkpoint: str, layout: Layout | None = None) -> dict[str, Any] | None:
     """Move a cut-short batch 0's state aside (never deleted) so the run starts batch 0 afresh.
 
-    The caller holds the job's lock. Returns what moved and where, or None when there was
-    nothing to clear."""
-    lay = read_layout(checkpoint, sizes=False)
+    The caller holds the job's lock; ``layout`` is the checkpoint's, when the caller has read
+    it. Returns what moved and where, or None when there was nothing to clear."""
+    lay = layout or read_layout(checkpoint, sizes=False)
     files = partial_state(lay)
     if not files:
         return None

@@ -83,13 +83,13 @@ def check_writer(spec: JobSpec, new_checkpoint_for_existing_table: bool = False)
     check_outputs(spec.output, spec.quarantine, spec.checkpoint)
 
 
-def clear_first_batch(spec: JobSpec) -> None:
+def clear_first_batch(spec: JobSpec, layout: Any) -> bool:
     """A new checkpoint killed inside batch 0: move aside the state batch 0 left (none of it is
     needed, see :mod:`spark_jobs.checkpoints.first_batch`) so Spark runs batch 0 again from its
-    offsets, under the same query id. Called under the job's lock."""
+    offsets, under the same query id. Called under the job's lock; True when it moved some."""
     from spark_jobs.checkpoints import first_batch
 
-    cleared = first_batch.clear(spec.checkpoint)
+    cleared = first_batch.clear(spec.checkpoint, layout)
     if cleared:
         print(
             f"statekeeper: batch 0 of checkpoint {spec.checkpoint} was cut short before it "
@@ -98,6 +98,7 @@ def clear_first_batch(spec: JobSpec) -> None:
             file=sys.stderr,
             flush=True,
         )
+    return cleared is not None
 
 
 def precheck(spec: JobSpec, new_checkpoint_for_existing_table: bool = False) -> None:
@@ -108,10 +109,13 @@ def precheck(spec: JobSpec, new_checkpoint_for_existing_table: bool = False) -> 
     from spark_jobs.checkpoints.queries import check_pending
 
     check_pending(spec.checkpoint)  # first: a command cut short says best what to do
-    clear_first_batch(spec)
+    from spark_jobs.checkpoints.layout import read_layout
     from spark_jobs.checkpoints.validate import validate_checkpoint
 
-    report = validate_checkpoint(spec.checkpoint, spec)
+    layout = read_layout(spec.checkpoint, sizes=False)  # one listing for both
+    if clear_first_batch(spec, layout):
+        layout = read_layout(spec.checkpoint, sizes=False)
+    report = validate_checkpoint(spec.checkpoint, spec, layout=layout)
     if report.errors:
         first = report.errors[0]
         raise UserError(
