@@ -182,6 +182,8 @@ def cmd_repartition(args: argparse.Namespace) -> int:
     if args.dry_run:
         p = plan(t, args.partitions)
         text = f"would repartition {p['checkpoint']} from {p['from']} to {p['to']} partitions ({', '.join(p['operators'])}) after batch {p['last_committed_batch']}"
+        if p["undo_first"]:
+            text += f", after putting back {p['undo_first']} (a repartition cut short)"
         _emit(args, p, text)
         return 0
     r = repartition(t, args.partitions)
@@ -189,6 +191,8 @@ def cmd_repartition(args: argparse.Namespace) -> int:
         f"repartitioned {r['checkpoint']} from {r['from']} to {r['to']} partitions in {r['seconds']}s "
         f"(batch {r['last_committed_batch']}); snapshot before: {r['snapshot']}; the job's next runs use {r['to']}"
     )
+    if r.get("undone"):
+        text += f"; first put back {r['undone']}, the copy a repartition cut short left"
     _emit(args, r, text)
     return 0
 

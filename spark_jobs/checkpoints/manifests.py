@@ -4,6 +4,13 @@ validator's snapshot-age check all read the store through here.
 
 A manifest (``snapshots/<id>/manifest.json``) is written last; a folder without one is an
 interrupted snapshot, not a snapshot.
+
+"Newest" means taken last, never "the latest clock reading": the wall clock can step back (NTP,
+a VM resumed) and two snapshots can share a second. Each manifest carries ``seq``, one more than
+the store's highest when it was taken (under the store's lock), and the order is ``seq``, then
+the batch the snapshot holds. Not the batch alone: after a restore or a rollback the checkpoint's
+batches count again from an earlier one, and a snapshot of the abandoned batches must not stay
+"newest". Manifests written before ``seq`` (0) sort among themselves by batch.
 """
 
 from __future__ import annotations
@@ -32,8 +39,19 @@ def list_snapshots(root: str) -> list[dict[str, Any]]:
             continue  # an interrupted snapshot: no manifest, not a snapshot
         check_manifest(man, entry.rstrip("/").rsplit("/", 1)[-1], root)
         out.append(man)
-    out.sort(key=lambda m: (m.get("created_ts", 0), m.get("id", "")), reverse=True)
+    out.sort(key=order_key, reverse=True)
     return out
+
+
+def order_key(man: dict[str, Any]) -> tuple[int, int, float, str]:
+    """Sort key, oldest first: taken later (``seq``), then more batches, then (only between
+    snapshots of old releases taken at the same batch) the clock."""
+    return (man.get("seq", 0), man.get("batch", -1), man.get("created_ts", 0.0), man["id"])
+
+
+def next_seq(snaps: list[dict[str, Any]]) -> int:
+    """The ``seq`` of a snapshot taken now into a store holding ``snaps``."""
+    return max((m.get("seq", 0) for m in snaps), default=0) + 1
 
 
 _SNAPSHOT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -60,6 +78,14 @@ def check_manifest(man: Any, folder: str, root: str) -> None:
             f"{where} has id {snap_id!r}, not its folder's name; refusing to use the store "
             "until that snapshot folder is removed"
         )
+    # the order keys: a string among ints would break every sort of the store
+    for key in ("seq", "batch"):
+        if key in man and (not isinstance(man[key], int) or isinstance(man[key], bool)):
+            raise UserError(
+                f"{where} has a non-integer {key} {man[key]!r}; remove that snapshot folder"
+            )
+    if not isinstance(man.get("created_ts", 0.0), int | float):
+        raise UserError(f"{where} has a non-numeric created_ts; remove that snapshot folder")
     files = man.get("files")
     if not isinstance(files, list):
         raise UserError(f"{where} has no file list; remove that snapshot folder")

@@ -123,12 +123,26 @@ def _pending(ck: Path) -> Path:
     return ck / paths.STATEKEEPER_DIR / paths.PENDING_FILE
 
 
-def mark_pending(ck: Path, command: str) -> None:
-    """Say in ``ck`` that its tables are being put back: until ``command`` finishes (and moves
-    or clears this), a run on ``ck`` would skip or repeat rows, so runs refuse."""
+def mark_pending(ck: Path, command: str, **detail: Any) -> None:
+    """Say in ``ck`` that its tables are being put back (or, for a repartition, its state
+    rewritten): until ``command`` finishes (and moves or clears this), a run on ``ck`` would skip
+    or repeat rows, so runs refuse. ``detail`` is what that command needs to finish or undo."""
     p = _pending(ck)
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps({"command": command}) + "\n")
+    tmp = p.with_name(f".{p.name}.tmp")  # whole or absent: a cut-short write must not hide it
+    tmp.write_text(json.dumps({"command": command, **detail}) + "\n")
+    tmp.rename(p)
+
+
+def read_pending(ck: Path) -> dict[str, Any] | None:
+    """The marker :func:`mark_pending` left in ``ck``, or None."""
+    try:
+        found = json.loads(_pending(ck).read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return {"command": "restore"}  # unreadable: refuse as the oldest writer of it did
+    return found if isinstance(found, dict) else {"command": "restore"}
 
 
 def clear_pending(ck: Path) -> None:
@@ -138,12 +152,17 @@ def clear_pending(ck: Path) -> None:
 def check_pending(checkpoint: str) -> None:
     """Refuse (exit 4) to run on a checkpoint whose restore or rollback was cut short."""
     local = paths.local_path(checkpoint)
-    if local is None or not _pending(local).exists():
+    pending = read_pending(local) if local is not None else None
+    if pending is None:
         return
-    try:
-        command = json.loads(_pending(local).read_text()).get("command", "restore")
-    except (OSError, ValueError, AttributeError):
-        command = "restore"
+    command = str(pending.get("command", "restore"))
+    if command == "repartition":
+        raise UserError(
+            f"checkpoint {checkpoint}: a checkpoint repartition to {pending.get('to')} partitions "
+            "was cut short, its state may be half rewritten; run the same checkpoint repartition "
+            "again (it puts the checkpoint back as it was before, then repartitions it)",
+            exit_code=ExitCode.UNSAFE,
+        )
     raise UserError(
         f"checkpoint {checkpoint}: a checkpoint {command} was cut short after putting the output "
         f"tables back; run the same checkpoint {command} again to finish it",

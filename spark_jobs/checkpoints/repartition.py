@@ -15,20 +15,25 @@ one extra micro-batch that reads no input. Around it, this module makes it an op
    it; the copy is deleted.
 
 A failure at any step swaps the untouched copy back in atomically (as ``restore`` does): the
-checkpoint is as it was. A process killed mid-way leaves the copy
-(``.<name>.before-repartition-<time>``) and the snapshot; rerun the same command (Spark finishes
-an abandoned repartition) or ``checkpoint restore``.
+checkpoint is as it was. A process killed mid-way cannot do that: from the moment the copy is
+whole until the binding records the new count, ``_statekeeper/pending.json`` in the checkpoint
+names the copy, and runs refuse it (exit 4, "run the same checkpoint repartition again"). The
+same command run again swaps that copy back (the checkpoint is as it was before the killed
+attempt, binding included), says so, and repartitions afresh; copies no marker names (a kill
+while copying, or while deleting the copy after the binding was recorded) are deleted.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from spark_jobs.checkpoints import snapshots
+from spark_jobs.checkpoints import queries, snapshots
 from spark_jobs.checkpoints.layout import read_layout
 from spark_jobs.checkpoints.restore import exchange, local_checkpoint
 from spark_jobs.checkpoints.roots import Target
@@ -56,7 +61,8 @@ def plan(target: Target, partitions: int) -> dict[str, Any]:
     if partitions < 1:
         raise UserError(f"--partitions must be at least 1, not {partitions}")
     ck = target.checkpoint
-    lay = read_layout(ck)
+    undo = cut_short_copy(target)  # the repartition first puts it back: plan on it
+    lay = read_layout(str(undo) if undo else ck)
     if not lay.exists or lay.last_committed is None:
         raise UserError(f"checkpoint {ck} has no committed batch yet; nothing to repartition")
     if lay.uncommitted:
@@ -97,23 +103,46 @@ def plan(target: Target, partitions: int) -> dict[str, Any]:
         "to": partitions,
         "last_committed_batch": lay.last_committed,
         "operators": [names[op] for op in sorted(names)],
+        "undo_first": str(undo) if undo else None,
     }
+
+
+def cut_short_copy(target: Target) -> Path | None:
+    """The copy a killed repartition of ``target`` left to be put back, or None."""
+    local = paths.local_path(target.checkpoint)
+    if local is None:
+        return None
+    pending = queries.read_pending(local)
+    if pending is None or pending.get("command") != "repartition":
+        return None
+    name = str(pending.get("undo", ""))  # a name beside the checkpoint, never a path elsewhere
+    backup = local.with_name(name) if name.startswith(_copy_prefix(local)) else None
+    return backup if backup is not None and "/" not in name and backup.is_dir() else None
 
 
 def repartition(target: Target, partitions: int, spark: Any = None) -> dict[str, Any]:
     """Rescale ``target``'s state to ``partitions``; see the module docstring for the steps."""
     ck = local_checkpoint(target, "repartition")
     started = time.perf_counter()
+    # Its own hold of the lock: putting the copy back swaps the folder the lock file is in.
+    with JobLock(str(ck), job=target.job, purpose="repartition"):
+        undone = undo_cut_short(target, ck)
     with JobLock(str(ck), job=target.job, purpose="repartition"):
         result = plan(target, partitions)
         snap = snapshots.take_snapshot(target, locked=True)
         result["snapshot"] = snap["id"]
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        backup = ck.with_name(f".{ck.name}.before-repartition-{stamp}")
+        backup = ck.with_name(f"{_copy_prefix(ck)}{stamp}")
         _copy(ck, backup)
+        # From here until the binding says N, a killed process leaves a half-done checkpoint:
+        # runs refuse it, and the same command puts this copy back (undo_cut_short).
+        queries.mark_pending(
+            ck, "repartition", to=partitions, undo=backup.name, snapshot=snap["id"]
+        )
         try:
             _spark_repartition(target, ck, partitions, spark)
             _drop_partitions_above(ck, partitions)
+            _test_pause("after-spark")
             report = validate_checkpoint(str(ck))
             if report.errors:
                 f = report.errors[0]
@@ -122,14 +151,61 @@ def repartition(target: Target, partitions: int, spark: Any = None) -> dict[str,
                     f"put back as it was"
                 )
             _record(ck, result)
+            queries.clear_pending(ck)
         except BaseException:
-            _put_back(target, ck, backup)
+            _put_back(target, ck, backup)  # the copy holds no marker: runs may go on
             raise
         finally:
             shutil.rmtree(backup, ignore_errors=True)
+    if undone:
+        result["undone"] = undone
     result["last_committed_batch"] = read_layout(str(ck)).last_committed
     result["seconds"] = round(time.perf_counter() - started, 2)
     return result
+
+
+def _copy_prefix(ck: Path) -> str:
+    return f".{ck.name}.before-repartition-"
+
+
+def undo_cut_short(target: Target, ck: Path) -> str | None:
+    """Undo a repartition whose process died (the caller holds the job's lock): swap back the
+    copy its marker names, so the checkpoint, binding included, is as it was before it. Then
+    delete every other copy beside the checkpoint: no marker names it, so it is the copy of a
+    repartition that finished (killed while deleting it) or never touched the checkpoint (killed
+    while copying). Returns the copy put back, or None."""
+    pending = queries.read_pending(ck)
+    undone = None
+    if pending is not None and pending.get("command") == "repartition":
+        backup = cut_short_copy(target)
+        if backup is None:
+            raise UserError(
+                f"checkpoint {ck}: a repartition was cut short and its copy "
+                f"{pending.get('undo')} is gone; "
+                f"checkpoint restore --snapshot {pending.get('snapshot')} brings back the "
+                "checkpoint as it was before it"
+            )
+        _put_back(target, ck, backup)
+        undone = str(backup)
+        print(
+            f"statekeeper: a repartition of {ck} was cut short; put the checkpoint back as it "
+            f"was before it (from {backup.name}); repartitioning again",
+            file=sys.stderr,
+            flush=True,
+        )
+    for stale in ck.parent.glob(f"{_copy_prefix(ck)}*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    return undone
+
+
+# Test-only: the named step sleeps (a test kills the process there). Never set in production.
+PAUSE_ENV = "STATEKEEPER_TEST_PAUSE_REPARTITION_AT"
+
+
+def _test_pause(step: str) -> None:
+    if os.environ.get(PAUSE_ENV) == step:
+        print(f"statekeeper-test: repartition paused at {step}", file=sys.stderr, flush=True)
+        time.sleep(600)
 
 
 def _put_back(target: Target, ck: Path, backup: Path) -> None:

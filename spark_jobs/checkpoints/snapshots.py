@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from spark_jobs.checkpoints.layout import STATEKEEPER_DIR, filesystem, list_files, read_layout
-from spark_jobs.checkpoints.manifests import MANIFEST, list_snapshots
+from spark_jobs.checkpoints.manifests import MANIFEST, list_snapshots, next_seq
 from spark_jobs.checkpoints.roots import Target
 from spark_jobs.contract import paths
 from spark_jobs.contract.errors import LockHeld, UserError
@@ -214,6 +214,7 @@ def _cut(target: Target, dry_run: bool, live_run: bool) -> dict[str, Any]:
     manifest = {
         "format": FORMAT,
         "id": snap_id,
+        "seq": next_seq(snaps),  # the order (manifests.order_key): the clock can step back
         "job": target.job,
         "checkpoint": target.checkpoint,
         "query_id": lay.query_id,

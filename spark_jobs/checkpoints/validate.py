@@ -13,6 +13,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from spark_jobs.checkpoints import first_batch
 from spark_jobs.checkpoints.layout import Layout, read_layout
 from spark_jobs.checkpoints.unread import unread
 from spark_jobs.contract.durations import describe
@@ -47,6 +48,10 @@ CATALOGUE: dict[str, tuple[str, str]] = {
         "roll back to the last committed batch (checkpoint rollback --to-batch N) so Spark re-plans one batch",
     ),
     "UNCOMMITTED_BATCH": (INFO, "nothing to do: the next run re-runs that batch exactly once"),
+    "FIRST_BATCH_CUT_SHORT": (
+        INFO,
+        "nothing to do: no batch is committed, so no state is needed; the next run moves it aside and runs batch 0 again, exactly once",
+    ),
     "OFFSET_UNPARSABLE": (
         ERROR,
         "roll back below that batch (checkpoint rollback --to-batch N) or restore a snapshot",
@@ -231,6 +236,13 @@ def _check_layout(lay: Layout, rep: Report) -> None:
         code = "OFFSET_UNPARSABLE" if rel.startswith("offsets/") else "COMMIT_UNPARSABLE"
         rep.add(code, f"{rel} cannot be parsed: {why}")
 
+    partial = first_batch.partial_state(lay)
+    if partial:
+        rep.add(
+            "FIRST_BATCH_CUT_SHORT",
+            f"batch 0 never committed and left {len(partial)} state file(s) under state/",
+        )
+
     last = lay.last_committed
     if last is not None:
         need = last + 1
@@ -245,7 +257,8 @@ def _check_layout(lay: Layout, rep: Report) -> None:
             )
 
     pinned = lay.pinned_conf()
-    for op, meta in sorted(lay.operators.items()):
+    # A cut-short batch 0's partitions are whatever its tasks reached: none of its state is needed.
+    for op, meta in [] if partial else sorted(lay.operators.items()):
         parts = {s.part for s in lay.stores.values() if s.op == op}
         # The newest offset file decides: `checkpoint repartition` changes it, while Spark leaves
         # the operator's v1 metadata at the partitions of the batch that first wrote it.
@@ -258,10 +271,10 @@ def _check_layout(lay: Layout, rep: Report) -> None:
                 f"operator {op} has {len(parts)} partition folders, expected {declared}",
             )
 
-    if lay.temp_files:
-        rep.add(
-            "TEMP_FILES", f"{len(lay.temp_files)} leftover temp file(s), e.g. {lay.temp_files[0]}"
-        )
+    moving = set(partial)  # a cut-short batch 0's temp files move aside with its state
+    temp = [p for p in lay.temp_files if p not in moving]
+    if temp:
+        rep.add("TEMP_FILES", f"{len(temp)} leftover temp file(s), e.g. {temp[0]}")
     for src, info in sorted(lay.source_logs.items()):
         # The newest compact file holds every file the source ever read: it is the bloat.
         size = max(info["compact_bytes"], info["bytes"])

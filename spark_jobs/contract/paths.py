@@ -17,7 +17,7 @@ STATEKEEPER_DIR = "_statekeeper"
 PROGRESS_FILE = "progress.jsonl"
 LOCK_FILE = "lock"
 BINDING_FILE = "job.json"
-PENDING_FILE = "pending.json"  # a restore or rollback that has put tables back, not yet done
+PENDING_FILE = "pending.json"  # a restore, rollback or repartition cut short: runs refuse
 QUARANTINE_CHECKPOINT = "quarantine"  # the quarantine query's own checkpoint, under _statekeeper/
 QUARANTINE_TABLE = "_quarantine"  # under the job's output
 # Landing files the file source picks up; generate writes hidden temp files and renames them into

@@ -84,14 +84,39 @@ def check_writer(spec: JobSpec, new_checkpoint_for_existing_table: bool = False)
     check_outputs(spec.output, spec.quarantine, spec.checkpoint)
 
 
+def clear_first_batch(spec: JobSpec, layout: Any) -> bool:
+    """A new checkpoint killed inside batch 0: move aside the state batch 0 left (none of it is
+    needed, see :mod:`spark_jobs.checkpoints.first_batch`) so Spark runs batch 0 again from its
+    offsets, under the same query id. Called under the job's lock; True when it moved some."""
+    from spark_jobs.checkpoints import first_batch
+
+    cleared = first_batch.clear(spec.checkpoint, layout)
+    if cleared:
+        print(
+            f"statekeeper: batch 0 of checkpoint {spec.checkpoint} was cut short before it "
+            f"committed; moved the {cleared['files']} state file(s) it left to "
+            f"{cleared['aside']} and running batch 0 again",
+            file=sys.stderr,
+            flush=True,
+        )
+    return cleared is not None
+
+
 def precheck(spec: JobSpec, new_checkpoint_for_existing_table: bool = False) -> None:
     """Everything that can be said before Spark starts: inputs, checkpoint health, the tables'
     writers, binding."""
     for uri in spec.inputs.values():
         sources.check_input(uri, spec.name)
+    from spark_jobs.checkpoints.queries import check_pending
+
+    check_pending(spec.checkpoint)  # first: a command cut short says best what to do
+    from spark_jobs.checkpoints.layout import read_layout
     from spark_jobs.checkpoints.validate import validate_checkpoint
 
-    report = validate_checkpoint(spec.checkpoint, spec)
+    layout = read_layout(spec.checkpoint, sizes=False)  # one listing for both
+    if clear_first_batch(spec, layout):
+        layout = read_layout(spec.checkpoint, sizes=False)
+    report = validate_checkpoint(spec.checkpoint, spec, layout=layout)
     if report.errors:
         first = report.errors[0]
         raise UserError(
@@ -99,9 +124,6 @@ def precheck(spec: JobSpec, new_checkpoint_for_existing_table: bool = False) -> 
             f"{first.fix} (python -m spark_jobs checkpoint validate --checkpoint {spec.checkpoint})",
             exit_code=ExitCode.UNSAFE,
         )
-    from spark_jobs.checkpoints.queries import check_pending
-
-    check_pending(spec.checkpoint)
     check_writer(spec, new_checkpoint_for_existing_table)
     binding.check_and_bind(spec.checkpoint, fingerprint(spec), spec.path or f"job {spec.name}")
 

@@ -1,6 +1,7 @@
 """Exactly once across a real crash: SIGKILL the whole `python -m spark_jobs run` process group
 mid-run, run again, and the tables equal an uninterrupted run's (no row lost, none doubled):
-the output table and the quarantine table, both written by the one query's batches."""
+the output table and the quarantine table, both written by the one query's batches. Also a new
+checkpoint killed inside its first batch, which used to leave it refused for good."""
 
 import json
 import os
@@ -21,13 +22,13 @@ ROOT = Path(__file__).resolve().parents[2]
 ORDER = {"sessions": "session_id", "user_counts": "user_id"}
 
 
-def specs_copy(tmp: Path) -> Path:
+def specs_copy(tmp: Path, partitions: int = 2) -> Path:
     """The real specs, made to take one file per batch so a run has batches to be killed in."""
     out = tmp / "specs"
     out.mkdir()
     for f in (ROOT / "include" / "jobs").glob("*.yaml"):
         raw = yaml.safe_load(f.read_text())
-        raw.update(max_files_per_trigger=1, shuffle_partitions=2)
+        raw.update(max_files_per_trigger=1, shuffle_partitions=partitions)
         (out / f.name).write_text(yaml.safe_dump(raw))
     return out
 
@@ -46,6 +47,16 @@ def cli(job: str, tmp: Path, specs: Path, name: str) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def kill_when(victim: subprocess.Popen, ready, what: str) -> None:
+    """SIGKILL the run's whole process group the moment ``ready()`` holds (polled every 20 ms)."""
+    deadline = time.time() + 600
+    while not ready() and victim.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    assert victim.poll() is None, f"the run ended before {what}: {victim.communicate()[1][-500:]}"
+    os.killpg(victim.pid, signal.SIGKILL)
+    victim.wait()
 
 
 def committed_batches(ckpt: Path) -> int:
@@ -99,3 +110,56 @@ def test_kill_mid_run_then_rerun_equals_uninterrupted(spark, tmp_path, job):
     assert len(quarantine("clean")) == 6 * 15  # 5 % of 6 x 300 lines
     assert quarantine("crashed") == quarantine("clean")
     assert json.loads(out.strip().splitlines()[-1])["job"] == job
+
+
+def test_kill_inside_first_batch_then_rerun_equals_uninterrupted(
+    spark, tmp_path, monkeypatch, capsys
+):
+    """A new checkpoint killed inside batch 0 (offsets/0 written, commits/0 not) is not damage:
+    the next run clears what batch 0 left and runs it again. Killed twice: once while batch 0's
+    state tasks run (four partitions on two cores: some partitions have state, some none yet),
+    once after batch 0 wrote its quarantine table's Delta commit (the re-run must skip that
+    table's batch 0, under the same query id, and write the output's)."""
+    from spark_jobs.contract.spec import load_spec
+    from spark_jobs.jobs.runner import run_job
+
+    for seed in range(2):
+        generate("clickstream", str(tmp_path / "land"), 300, keys=30, seed=seed, bad_rate=0.05)
+    specs = specs_copy(tmp_path, partitions=4)
+    ck, out = tmp_path / "crashed" / "ckpt", tmp_path / "crashed" / "out"
+
+    def state_of_batch0() -> list[Path]:
+        return list(ck.glob("state/0/*/1.changelog"))
+
+    kill_when(cli("sessions", tmp_path, specs, "crashed"), state_of_batch0, "batch 0 ran")
+    assert (ck / "offsets" / "0").is_file() and committed_batches(ck) == 0
+    assert 0 < len(state_of_batch0()) < 4  # cut short while its state tasks ran
+
+    quarantine_v0 = out / "_quarantine" / "_delta_log" / f"{0:020}.json"
+    kill_when(cli("sessions", tmp_path, specs, "crashed"), quarantine_v0.exists, "batch 0 wrote")
+    assert committed_batches(ck) == 0 and not (out / "_delta_log").exists()
+
+    # The re-run and the uninterrupted run in this process (two JVM starts less); this JVM
+    # never loaded the crashed checkpoint's state.
+    monkeypatch.setenv("STATEKEEPER_CHECKPOINT_ROOTS", str(tmp_path))
+
+    def run(name: str) -> None:
+        where = tmp_path / name
+        spec = load_spec("sessions", specs).with_overrides(
+            input=str(tmp_path / "land"), output=str(where / "out"), checkpoint=str(where / "ckpt")
+        )
+        run_job(spec, spark=spark)
+
+    run("crashed")
+    assert "running batch 0 again" in capsys.readouterr().err  # it says what it moved, and where
+    run("clean")
+
+    def table(name: str, sub: str = "") -> list[tuple]:
+        df = spark.read.format("delta").load(str(tmp_path / name / "out" / sub))
+        if sub:
+            df = df.select("raw_line", "reason", "source_file")  # not the time quarantined
+        return sorted(tuple(r) for r in df.collect())
+
+    assert table("clean") and table("crashed") == table("clean")
+    assert len(table("clean", "_quarantine")) == 2 * 15  # 5 % of 2 x 300 lines, each once
+    assert table("crashed", "_quarantine") == table("clean", "_quarantine")

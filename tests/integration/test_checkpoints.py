@@ -175,6 +175,16 @@ def _fill_source_log(ck: Path) -> None:
     (src / "99.compact").write_text("v1\n" + "x" * 300)
 
 
+def _cut_in_first_batch(ck: Path) -> None:
+    """As a kill inside a new checkpoint's batch 0 leaves it: offsets/0, no commit, and state
+    for some partitions only."""
+    for kind in ("commits", "offsets"):
+        for p in (ck / kind).iterdir():
+            if p.name.isdigit() and (kind == "commits" or p.name != "0"):
+                _rm(p)
+    shutil.rmtree(_state_dir(ck))
+
+
 # code -> (how to break the copy, spec changes, module constants to lower)
 CASES = {
     "METADATA_MISSING": (lambda ck: _rm(ck / "metadata"), {}, {}),
@@ -188,6 +198,7 @@ CASES = {
         {},
     ),
     "UNCOMMITTED_BATCH": (lambda ck: _rm(ck / "commits" / str(_last(ck, "commits"))), {}, {}),
+    "FIRST_BATCH_CUT_SHORT": (_cut_in_first_batch, {}, {}),
     "OFFSET_UNPARSABLE": (
         lambda ck: (ck / "offsets" / str(_last(ck, "offsets"))).write_text("v1\n{broken"),
         {},

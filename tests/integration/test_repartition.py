@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
@@ -300,3 +304,50 @@ def test_refusals_and_a_failed_repartition_leave_the_checkpoint_as_it_was(
         rescale(spark, tmp_path, job, 8)
     assert _digest(ck) == before
     assert not list(tmp_path.glob(".ckpt.*")), "the undo copy was left behind"
+
+
+def test_a_killed_repartition_is_finished_by_running_the_same_command_again(spark, tmp_path):
+    """SIGKILL ``checkpoint repartition`` at its riskiest moment: Spark has rewritten the state
+    and its offset log into 8 partitions, the binding still says 4. The next run refuses it with
+    the way out; the same command again puts the checkpoint back as it was and repartitions it;
+    runs then go on and the table equals a job's that never changed partitions."""
+    from spark_jobs.checkpoints.repartition import PAUSE_ENV
+
+    job, moved, stayed = "windowed_counts", tmp_path / "moved", tmp_path / "stayed"
+    first = arrive(moved, job, 1, [])
+    run_job(job_spec(job, moved, shuffle_partitions=START), spark=spark)
+    ck, err = moved / "ckpt", tmp_path / "repartition.err"
+    command = [sys.executable, "-m", "spark_jobs", "checkpoint", "repartition", job,
+               "--partitions", str(UP), "--checkpoint", str(ck),
+               "--snapshot-root", str(moved / "snaps")]  # fmt: skip
+    root = Path(__file__).resolve().parents[2]
+    with err.open("w") as fh:
+        victim = subprocess.Popen(
+            command, cwd=root, env={**os.environ, "PYTHONPATH": str(root), PAUSE_ENV: "after-spark"},
+            stdout=subprocess.DEVNULL, stderr=fh, start_new_session=True,
+        )  # fmt: skip
+    deadline = time.time() + 600
+    while "paused at after-spark" not in err.read_text() and victim.poll() is None:
+        assert time.time() < deadline, "the repartition never reached its pause"
+        time.sleep(0.1)
+    assert victim.poll() is None, f"the repartition ended on its own: {err.read_text()[-800:]}"
+    os.killpg(victim.pid, signal.SIGKILL)
+    victim.wait()
+    assert _pinned(inspect_checkpoint(str(ck))) == UP  # killed with the state rewritten
+
+    with pytest.raises(UserError, match="repartition .* again") as refused:
+        run_job(job_spec(job, moved, shuffle_partitions=START), spark=spark)
+    assert refused.value.exit_code == 4
+    done = rescale(spark, moved, job, UP)  # the same command again (as the CLI calls it)
+    assert (done["from"], done["to"]) == (START, UP) and ".ckpt.before-repartition-" in done[
+        "undone"
+    ]
+    assert not list(moved.glob(".ckpt.*")), "a copy was left behind"
+
+    arrive(moved, job, 2, first)
+    run_job(job_spec(job, moved, shuffle_partitions=START), spark=spark)
+    assert _pinned(inspect_checkpoint(str(ck))) == UP
+    arrive(stayed, job, 2, arrive(stayed, job, 1, []))
+    run_job(job_spec(job, stayed, shuffle_partitions=START), spark=spark)
+    expected = table(stayed / "out")
+    assert expected and table(moved / "out") == expected

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
 import pytest
 
-from spark_jobs.checkpoints import roots
+from spark_jobs.checkpoints import first_batch, roots
 from spark_jobs.checkpoints.inspect import inspect_checkpoint, render
 from spark_jobs.checkpoints.layout import StoreFiles, read_layout
-from spark_jobs.checkpoints.manifests import list_snapshots
+from spark_jobs.checkpoints.manifests import find_snapshot, list_snapshots, newest_valid
 from spark_jobs.checkpoints.repartition import plan
 from spark_jobs.checkpoints.restore import restore
 from spark_jobs.checkpoints.rollback import rollback
@@ -245,3 +246,87 @@ def test_snapshot_of_an_empty_checkpoint_is_refused(tmp_path):
     os.makedirs(t.checkpoint)
     with pytest.raises(UserError, match="no committed batch"):
         take_snapshot(t)
+
+
+def test_snapshot_order_follows_taking_not_the_clock(tmp_path, monkeypatch):
+    """A clock stepped back an hour (and two snapshots within one second) must not make the older
+    snapshot "newest": restore's default, prune's keep and the staleness check follow the order
+    the snapshots were taken in, which for one lineage is the order of the batches they hold."""
+    t = target(tmp_path)
+    make_checkpoint(t.checkpoint, batches=10, unique=True)
+    first = take_snapshot(t)
+    make_checkpoint(t.checkpoint, batches=20, first_batch=10, state_versions=10, unique=True)
+    real = time.time
+    monkeypatch.setattr(time, "time", lambda: real() - 3600)  # NTP stepped the clock back
+    second = take_snapshot(t)
+    assert (first["batch"], second["batch"]) == (9, 19)
+    assert [m["id"] for m in list_snapshots(t.snapshot_root)] == [second["id"], first["id"]]
+    assert find_snapshot(t.snapshot_root, None)["id"] == second["id"]
+    assert newest_valid(t.snapshot_root)["id"] == second["id"]
+    assert prune(t, keep=1, max_age_s=None, dry_run=True)["deleted"] == [first["id"]]
+    # the same batch twice in one second (no run between): the later one is newest
+    monkeypatch.setattr(time, "time", lambda: 1_800_000_000.0)
+    third = take_snapshot(t)
+    fourth = take_snapshot(t)
+    assert [m["id"] for m in list_snapshots(t.snapshot_root)][:2] == [fourth["id"], third["id"]]
+
+
+def test_a_batch_0_cut_short_is_cleared_not_damage(tmp_path):
+    """Killed inside batch 0 of a new checkpoint: offsets/0, no commit, state for some partitions
+    only. Nothing is committed, so no state is needed: validation says so (info, exit 0) and the
+    run's clear moves that state aside; with any batch committed the same state is damage."""
+    t = target(tmp_path)
+    ck = make_checkpoint(t.checkpoint, batches=1)
+    (ck / "commits" / "0").unlink()
+    for part in ("2", "3"):
+        shutil.rmtree(ck / "state" / "0" / part)
+    (ck / "state" / "0" / "1" / ".1.changelog.1234.tmp").write_bytes(b"cut")
+    report = validate_checkpoint(str(ck))
+    assert report.exit_code == 0 and "FIRST_BATCH_CUT_SHORT" in report.codes
+    assert not {"STATE_PARTITIONS", "TEMP_FILES"} & set(report.codes)
+    kept = {p: b for p, b in files_of(ck).items() if not p.startswith("state/")}
+    cleared = first_batch.clear(str(ck))
+    assert cleared is not None and not (ck / "state").exists()
+    assert {p: b for p, b in files_of(ck).items() if "first-batch" not in p} == kept
+    assert (Path(cleared["aside"]) / "state" / "0" / "1" / ".1.changelog.1234.tmp").is_file()
+    assert validate_checkpoint(str(ck)).codes == ["UNCOMMITTED_BATCH"]
+    assert first_batch.clear(str(ck)) is None
+
+    # batch 0 committed, batch 1 cut short: its state is needed, partitions missing is damage
+    other = make_checkpoint(tmp_path / "ck" / "other", batches=2)
+    (other / "commits" / "1").unlink()
+    shutil.rmtree(other / "state" / "0" / "3")
+    assert "STATE_PARTITIONS" in validate_checkpoint(str(other)).codes
+    assert first_batch.clear(str(other)) is None and (other / "state" / "0" / "0").is_dir()
+
+
+def test_a_repartition_cut_short_is_refused_by_runs_and_put_back_by_the_command(tmp_path):
+    """What a killed repartition leaves, by hand (the real kill: tests/integration/
+    test_repartition.py): the marker naming the whole copy, a half-rewritten checkpoint, and
+    stray copies no marker names. Runs refuse it; the command's first step swaps the copy back
+    and deletes the strays; without the copy it refuses, naming the snapshot."""
+    from spark_jobs.checkpoints import queries
+    from spark_jobs.checkpoints import repartition as R
+
+    t = target(tmp_path)
+    ck = make_checkpoint(t.checkpoint, batches=5)
+    before = files_of(ck)
+    copy = ck.with_name(".job.before-repartition-20260101T000000Z")
+    stray = ck.with_name(".job.before-repartition-20251231T000000Z")
+    shutil.copytree(ck, copy)
+    shutil.copytree(ck, stray)
+    queries.mark_pending(ck, "repartition", to=8, undo=copy.name, snapshot="S1")
+    (ck / "offsets" / "5").write_text("v1\n{}")  # Spark's half-written repartition batch
+    with pytest.raises(UserError, match="repartition to 8 partitions was cut short") as refused:
+        queries.check_pending(str(ck))
+    assert refused.value.exit_code == 4
+    assert R.plan(t, 8)["undo_first"] == str(copy)
+
+    assert R.undo_cut_short(t, ck) == str(copy)
+    assert files_of(ck) == before and queries.read_pending(ck) is None
+    assert not list(ck.parent.glob(".job.*"))
+    queries.check_pending(str(ck))  # runs go on
+
+    queries.mark_pending(ck, "repartition", to=8, undo=copy.name, snapshot="S1")
+    with pytest.raises(UserError, match="restore --snapshot S1"):
+        R.undo_cut_short(t, ck)  # the copy is gone
