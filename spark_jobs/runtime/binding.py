@@ -139,8 +139,8 @@ def bind_tables(checkpoint: str, tables: dict[str, str], rebind: bool = False) -
     if bound is not None and committed:
         if not rebind:
             raise UserError(
-                f"checkpoint {checkpoint} is bound to table {bound['output']} (its first run "
-                f"wrote there), not {tables['output']}: its pending input would go to "
+                f"checkpoint {checkpoint} is bound to table {bound['output']} (it has written "
+                f"there), not {tables['output']}: its pending input would go to "
                 f"{tables['output']} and never reach {bound['output']}; write "
                 f"{tables['output']} from a new --checkpoint, or pass {REBIND_FLAG} to send "
                 "this checkpoint's next batches there (docs/checkpoints.md)",
