@@ -72,6 +72,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         conf=parse_conf(args.conf),
         run_for=run_for,
         new_checkpoint_for_existing_table=args.new_checkpoint_for_existing_table,
+        rebind_tables=args.rebind_tables,
     )
     print(summary.line())
     return 0
@@ -128,6 +129,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="let a new checkpoint write into an output (or quarantine) table that another "
         "checkpoint's query already wrote: the new query re-reads all input and appends every "
         "row again (duplicates, unless the table was emptied or the input is new)",
+    )
+    sp.add_argument(
+        "--rebind-tables",
+        action="store_true",
+        help="let a checkpoint that has run write into another --output than the table it is "
+        "bound to: its next batches go to the new table, the old one keeps what it has "
+        "(without the flag such a run is refused: docs/checkpoints.md)",
     )
     sp.set_defaults(func=cmd_run)
 

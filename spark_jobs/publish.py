@@ -13,6 +13,11 @@ table in one Delta commit. What each mode means (``MODES`` below says it per job
 - A mode that cannot be correct for a job is refused with the reason (``REFUSED``), in the
   backfill's plan step already.
 
+Publishing holds the live job's lock (its checkpoint's, the one bound to the live table), so it
+never interleaves with a run, a restore or a rollback of that job. ``append`` is refused when
+the backfill read a file the live job's file source has logged (``sources/*/`` in both
+checkpoints): those rows are in the live table already, and append would count them twice.
+
 Publishing is idempotent, and stays so after Delta's log retention removed old commit files:
 
 - the commit carries Delta's ``txnAppId``/``txnVersion`` (``statekeeper-backfill-KEY``, 0); Delta
@@ -27,11 +32,12 @@ from __future__ import annotations
 import argparse
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from spark_jobs.contract import delta as delta_log  # not delta-spark's ``delta``
 from spark_jobs.contract import paths
-from spark_jobs.contract.errors import UserError
+from spark_jobs.contract.errors import ExitCode, UserError
 from spark_jobs.jobs import definition
 
 MARKER = "statekeeper-backfill:"
@@ -114,10 +120,22 @@ def _write_ledger(table: str, entry: dict[str, Any]) -> None:
     fs.mv(tmp, p)  # a reader sees the whole entry or none
 
 
-def publish(job: str, staged: str, output: str | None, mode: str, key: str) -> dict[str, Any]:
+def publish(
+    job: str,
+    staged: str,
+    output: str | None,
+    mode: str,
+    key: str,
+    staged_checkpoint: str | None = None,
+    checkpoint: str | None = None,
+) -> dict[str, Any]:
+    """Publish ``staged`` into the live table (``output``, default the spec's) under the lock
+    of the live checkpoint (``checkpoint``, default the spec's), which must be the one bound to
+    that table. ``append`` needs the backfill's checkpoint, to check its files were never read
+    by the live job."""
     from spark_jobs.contract.spec import load_spec
 
-    spec = load_spec(job).with_overrides(output=output)
+    spec = load_spec(job).with_overrides(output=output, checkpoint=checkpoint)
     reason = refusal(job, mode)
     if reason:
         raise UserError(f"cannot publish {job} with mode {mode}: {reason}")
@@ -128,10 +146,61 @@ def publish(job: str, staged: str, output: str | None, mode: str, key: str) -> d
         raise UserError(
             f"staged table {staged} is not a Delta table; run the backfill's job step first"
         )
-    from spark_jobs.runtime.session import build_session
+    from spark_jobs.checkpoints.roots import checkpoint_path
 
-    spark = build_session(f"statekeeper-publish-{job}", spec=spec)
-    return publish_rows(spark, job, staged, spec.output, mode, key)
+    live_ck = checkpoint_path(spec.checkpoint)
+    staged_ck = checkpoint_path(staged_checkpoint) if staged_checkpoint else None
+    if mode == "append" and staged_ck is None:
+        raise UserError(
+            f"cannot publish {job} with mode append without --staged-checkpoint (the backfill's "
+            "checkpoint): its files are checked against the live job's, so no row is added twice"
+        )
+    _check_live_checkpoint(live_ck, spec.output)
+    from spark_jobs.runtime.lock import JobLock
+
+    # No live checkpoint yet: no run, restore or rollback of it to keep out (and no folder made).
+    lock = JobLock(live_ck, job=job, purpose="publish") if Path(live_ck).exists() else None
+    if lock is not None:
+        lock.acquire()
+    try:
+        if mode == "append" and staged_ck is not None:
+            _check_files_unread(staged_ck, live_ck, job, key)
+        from spark_jobs.runtime.session import build_session
+
+        spark = build_session(f"statekeeper-publish-{job}", spec=spec)
+        return publish_rows(spark, job, staged, spec.output, mode, key)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _check_live_checkpoint(live_ck: str, live: str) -> None:
+    """Refuse a live checkpoint bound to another table: its lock and source log say nothing
+    about ``live``."""
+    from spark_jobs.runtime.binding import bound_tables, same_table
+
+    bound = bound_tables(live_ck)
+    if bound is not None and not same_table(bound["output"], live):
+        raise UserError(
+            f"cannot publish into {live}: checkpoint {live_ck} writes {bound['output']}, not "
+            "it; name the checkpoint of the job writing it with --checkpoint"
+        )
+
+
+def _check_files_unread(staged_ck: str, live_ck: str, job: str, key: str) -> None:
+    """Refuse an append whose backfill read files the live job has read already."""
+    from spark_jobs.checkpoints.source_files import files_read
+
+    both = sorted(files_read(staged_ck) & files_read(live_ck))
+    if both:
+        shown = ", ".join(Path(f).name for f in both[:3]) + (" ..." if len(both) > 3 else "")
+        raise UserError(
+            f"cannot publish backfill {key} of {job} with mode append: {len(both)} of its files "
+            f"were already read by the live job (checkpoint {live_ck}): {shown}; their rows are "
+            "in the live table, append would count them twice; backfill only files the live "
+            "runs never read, or use mode replace",
+            exit_code=ExitCode.UNSAFE,
+        )
 
 
 def _skipped(job: str, live: str, key: str, done: dict[str, Any]) -> dict[str, Any]:
@@ -232,7 +301,16 @@ def _replace(spark: Any, job: str, rows: Any, live: str) -> str:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    print(json.dumps(publish(args.job, args.staged, args.output, args.mode, args.key)))
+    result = publish(
+        args.job,
+        args.staged,
+        args.output,
+        args.mode,
+        args.key,
+        staged_checkpoint=args.staged_checkpoint,
+        checkpoint=args.checkpoint,
+    )
+    print(json.dumps(result))
     return 0
 
 
@@ -243,6 +321,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sp.add_argument("job")
     sp.add_argument("--staged", required=True, metavar="URI", help="the staged Delta table")
     sp.add_argument("--output", metavar="URI", help="the live table (default: the spec's output)")
+    sp.add_argument(
+        "--checkpoint",
+        metavar="URI",
+        help="the live job's checkpoint, bound to the live table (default: the spec's); "
+        "publishing holds its lock",
+    )
+    sp.add_argument(
+        "--staged-checkpoint",
+        metavar="URI",
+        help="the backfill's checkpoint (needed for append: its files must be ones the live "
+        "job never read)",
+    )
     sp.add_argument("--mode", choices=MODES, default="append")
     sp.add_argument(
         "--key", required=True, help="the backfill's key; a key already published is a no-op"

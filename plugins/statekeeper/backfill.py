@@ -5,7 +5,9 @@ The plan's ``key`` is a hash of (job, input folder, its file names and sizes, mo
 state fingerprint; for a ``kafka://`` input, the topic and its end offsets when planned): the same backfill gets the same key, its staged table and checkpoint are
 reused, and ``publish`` records the key in the live table's ledger (``spark_jobs.publish``), so
 publishing twice is a no-op, also after Delta's log retention removed the commit's file.
-A mode that cannot be correct for the job (``spark_jobs.publish.REFUSED``) fails the plan.
+A mode that cannot be correct for the job (``spark_jobs.publish.REFUSED``) fails the plan, and so
+does an ``append`` of a file the live job has read (``publish`` checks it again, under the job's
+lock).
 """
 
 from __future__ import annotations
@@ -70,7 +72,24 @@ def plan_backfill(params: dict[str, Any], data_dir: Path) -> dict[str, Any]:
         raise BadBackfillParams(f"input folder {folder} holds no *.json* files to backfill")
     if Path(spec.output).resolve() == folder.resolve():
         raise BadBackfillParams("output and input are the same folder")
+    if mode == "append":
+        _refuse_files_read(spec.checkpoint, folder, listing)
     return _plan(params, job, spec, mode, str(folder), listing, len(listing), data_dir)
+
+
+def _refuse_files_read(live_checkpoint: str, folder: Path, listing: list[tuple[str, int]]) -> None:
+    """append: a file the live job read has its rows in the live table already; appending its
+    rows again would count them twice."""
+    from spark_jobs.checkpoints.source_files import file_key, files_read
+
+    read = files_read(live_checkpoint)
+    both = [name for name, _size in listing if file_key(str(folder / name)) in read]
+    if both:
+        shown = ", ".join(both[:3]) + (" ..." if len(both) > 3 else "")
+        raise BadBackfillParams(
+            f"mode: append would count twice the rows of {len(both)} file(s) of {folder} the live "
+            f"job already read ({shown}); backfill only files it never read, or use mode=replace"
+        )
 
 
 def _kafka_ends(spec: Any, uri: str) -> dict[str, int]:

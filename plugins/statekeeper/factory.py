@@ -193,13 +193,14 @@ def backfill_dag(doc_md: str | None = None) -> DAG:
             arguments=[
                 "publish", "{{ params.job }}",
                 "--staged", _plan("staged_table"),
+                "--staged-checkpoint", _plan("staged_checkpoint"),
                 "--output", _plan("live_table"),
                 "--mode", "{{ params.mode }}",
                 "--key", _plan("key"),
             ],
             skip_reason=_jinja("'dry run: staged table left at ' ~ ti.xcom_pull(task_ids='plan')['staged_table'] if params.dry_run else ''"),
             report_table=_plan("live_table"),
-            doc_md="Makes the staged rows visible in the live table in one Delta commit; the key goes to the table's `_statekeeper/backfills/` ledger, so a key already published is a no-op.",
+            doc_md="Makes the staged rows visible in the live table in one Delta commit, holding the live job's lock; `append` is refused when the backfill read a file the live job already read. The key goes to the table's `_statekeeper/backfills/` ledger, so a key already published is a no-op.",
         )  # fmt: skip
         planned >> staged >> check >> publish
     return dag

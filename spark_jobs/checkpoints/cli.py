@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from spark_jobs.checkpoints import roots
@@ -38,6 +39,12 @@ def _target(args: argparse.Namespace) -> roots.Target:
 
 def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
     print(json.dumps(data, indent=2, default=str) if args.json else text)
+
+
+def _tables_note(r: dict[str, Any]) -> None:
+    """Say so when the tables put back came from --output or the spec, not the binding."""
+    if r.get("tables_from") not in (None, "", "binding"):
+        print(f"statekeeper: note: {r['tables_from']}", file=sys.stderr)
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
@@ -131,6 +138,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
         keep_tables=args.keep_tables,
         output=args.output,
     )
+    _tables_note(r)
     if args.dry_run:
         text = f"would restore snapshot {r['snapshot']} (batch {r['batch']}, {r['files']} files) into {r['checkpoint']}; old checkpoint would go to {r['old_checkpoint_aside']}; tables put back: {', '.join(r['tables']) or 'none (--keep-tables)'}"
         _emit(args, r, text)
@@ -150,6 +158,7 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     r = rollback(
         t, args.to_batch, dry_run=args.dry_run, keep_tables=args.keep_tables, output=args.output
     )
+    _tables_note(r)
     verb = "would move" if args.dry_run else "moved"
     text = f"rollback to batch {args.to_batch} (was {r['last_committed_before']}): {verb} {r['moved']} files of batches {r['moved_batches'] or 'none'} to {r['aside']}"
     if r.get("queries"):
@@ -162,7 +171,8 @@ def _add_table_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument(
         "--output",
         metavar="URI",
-        help="the job's Delta output table (default: the job spec's); its _quarantine too",
+        help="the job's Delta output table, only for a checkpoint whose binding names none (an "
+        "older release's; default: the job spec's); its _quarantine too",
     )
     sp.add_argument(
         "--keep-tables",

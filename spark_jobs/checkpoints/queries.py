@@ -34,10 +34,15 @@ QUARANTINE = f"{paths.STATEKEEPER_DIR}/{paths.QUARANTINE_CHECKPOINT}"
 
 
 def job_tables(output: str) -> dict[str, list[str]]:
-    """The tables each query checkpoint writes, given the job's output table: the job's one
-    query writes its output and its quarantine under its query id (``spark_jobs.io.sinks``); a
-    quarantine query's own checkpoint is left by releases before that, and wrote the quarantine."""
-    quarantine = paths.quarantine_table(output)
+    """The tables each query checkpoint writes, given the job's output table (its quarantine
+    beside it, as a run derives it)."""
+    return _tables(output, paths.quarantine_table(output))
+
+
+def _tables(output: str, quarantine: str) -> dict[str, list[str]]:
+    """The job's one query writes its output and its quarantine under its query id
+    (``spark_jobs.io.sinks``); a quarantine query's own checkpoint is left by releases before
+    that, and wrote the quarantine."""
     return {MAIN: [output, quarantine], QUARANTINE: [quarantine]}
 
 
@@ -170,13 +175,37 @@ def check_pending(checkpoint: str) -> None:
     )
 
 
-def tables_for(target: Any, output: str | None, command: str) -> dict[str, list[str]]:
-    """The tables of a target's queries, from ``--output`` or the job's spec; else refused."""
+def tables_for(
+    target: Any, output: str | None, command: str, checkpoints: list[Path] | None = None
+) -> tuple[dict[str, list[str]], str]:
+    """The tables of a target's queries and where they come from: the binding of the first of
+    ``checkpoints`` (default: the target's) that records them, the tables the checkpoint really
+    wrote. Only a binding without tables (an older release's) falls back to ``--output`` or
+    the job's spec, and the second value says so; with neither, refused."""
+    from spark_jobs.runtime.binding import bound_tables, same_table
+
+    for ck in checkpoints or [Path(target.checkpoint)]:
+        bound = bound_tables(str(ck)) if ck.exists() else None
+        if bound is None:
+            continue
+        if output and not same_table(output, bound["output"]):
+            raise UserError(
+                f"{command}: checkpoint {target.checkpoint} writes table {bound['output']} (its "
+                f"binding), not --output {output}; leave --output out (the binding names the "
+                "tables) or pass --keep-tables to leave the tables alone"
+            )
+        return _tables(bound["output"], bound["quarantine"]), "binding"
     out = output or getattr(target.spec, "output", None)
     if not out:
         raise UserError(
-            f"{command} puts the output tables back with the checkpoint: name the job "
-            "(--job JOB) or its table (--output URI), or pass --keep-tables to leave the tables "
-            "alone (see docs/checkpoints.md)"
+            f"{command} puts the output tables back with the checkpoint, and checkpoint "
+            f"{target.checkpoint} records none: name the job (--job JOB) or its table "
+            "(--output URI), or pass --keep-tables to leave the tables alone (see "
+            "docs/checkpoints.md)"
         )
-    return job_tables(out)
+    where = "--output" if output else "the job's spec"
+    note = (
+        f"checkpoint {target.checkpoint} records no tables (bound by an older release): "
+        f"putting back {out} from {where}"
+    )
+    return job_tables(out), note

@@ -9,7 +9,9 @@
 
 Before the swap, each query's Delta table goes back to before the batches the restored
 checkpoint will re-run, and each query gets a new id (``queries``): the default, because
-anything else loses or repeats rows.
+anything else loses or repeats rows. The tables are the ones the checkpoint is bound to (its
+binding, else the snapshot's): the ones the batches after the snapshot went to, whatever the
+spec says today.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import ctypes
 import ctypes.util
 import os
 import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,7 @@ from spark_jobs.checkpoints.roots import Target
 from spark_jobs.checkpoints.validate import validate_checkpoint
 from spark_jobs.contract import paths
 from spark_jobs.contract.errors import UserError
+from spark_jobs.runtime import binding
 from spark_jobs.runtime.lock import JobLock
 
 _RENAME_EXCHANGE = 2
@@ -76,7 +80,6 @@ def restore(
         raise UserError(
             f"snapshot {man['id']} is of job {man['job']}, not {target.job}; pass --force if you mean it"
         )
-    tables = {} if keep_tables else queries.tables_for(target, output, "restore")
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     aside = ck.with_name(f"{ck.name}.replaced-{stamp}")
     plan: dict[str, Any] = {
@@ -87,10 +90,12 @@ def restore(
         "files": len(man["files"]),
         "bytes": man["bytes"],
         "old_checkpoint_aside": str(aside) if ck.exists() else None,
-        "tables": sorted(tables.values()),
         "dry_run": dry_run,
     }
     if dry_run:
+        with tempfile.TemporaryDirectory() as tmp:
+            _put_binding(man, target.snapshot_root, Path(tmp))
+            plan.update(_tables(target, output, keep_tables, [ck, Path(tmp)])[1])
         return plan
     ck.parent.mkdir(parents=True, exist_ok=True)
     staged = ck.with_name(f".{ck.name}.restore-{stamp}")
@@ -107,6 +112,8 @@ def restore(
                 raise UserError(
                     f"snapshot {man['id']} does not validate ([{first.code}] {first.message}); nothing changed; pick another with --snapshot"
                 )
+            tables, shown = _tables(target, output, keep_tables, [ck, staged])
+            plan.update(shown)
             resets = queries.plan_resets(staged, tables)
             plan["queries"] = [r.to_dict() for r in resets]
             if ck.exists() and any(r.table_version is not None for r in resets):
@@ -114,6 +121,10 @@ def restore(
                 queries.mark_pending(ck, "restore")
             queries.restore_tables(resets, spark)
             queries.set_query_ids(staged, resets)
+            if tables and binding.bound_tables(str(staged)) is None:
+                # A snapshot of an older release names no tables: bind the ones put back.
+                out, quarantine = tables[queries.MAIN]
+                binding.bind_tables(str(staged), {"output": out, "quarantine": quarantine})
             new_lock = JobLock(str(staged), job=target.job, purpose="restore").acquire()
             try:
                 _swap(staged, ck, aside, swapped)
@@ -129,6 +140,30 @@ def restore(
                 old_lock.release()
     plan["validation"] = after.to_dict()
     return plan
+
+
+def _tables(
+    target: Target, output: str | None, keep_tables: bool, checkpoints: list[Path]
+) -> tuple[dict[str, list[str]], dict[str, Any]]:
+    """The tables to put back: those the live checkpoint is bound to (where the batches after
+    the snapshot went), else the snapshot's; and how the plan shows them."""
+    if keep_tables:
+        return {}, {"tables": [], "tables_from": ""}
+    tables, where = queries.tables_for(target, output, "restore", checkpoints)
+    return tables, {
+        "tables": sorted({t for ts in tables.values() for t in ts}),
+        "tables_from": where,
+    }
+
+
+def _put_binding(man: dict[str, Any], store_root: str, folder: Path) -> None:
+    """The snapshot's binding file alone, at its place under ``folder`` (a dry run's look)."""
+    rel = f"{paths.STATEKEEPER_DIR}/{paths.BINDING_FILE}"
+    for f in man["files"]:
+        if f["path"] == rel:
+            dest = folder / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(snapmod.read_object(store_root, f["sha256"]))
 
 
 def _swap(staged: Path, ck: Path, aside: Path, swapped: list[bool]) -> None:

@@ -76,9 +76,12 @@ def rollback(
     quarantine, so both go back; a separate quarantine query of an earlier release is not rolled
     back: it has kept every bad record once already."""
     ck = local_checkpoint(target, "rollback")
-    tables = {} if keep_tables else queries.tables_for(target, output, "rollback")
-    tables = {k: v for k, v in tables.items() if k == queries.MAIN}
     with JobLock(str(ck), job=target.job, purpose="rollback"):
+        # The tables the checkpoint is bound to: where the batches rolled back went.
+        tables, tables_from = (
+            ({}, "") if keep_tables else queries.tables_for(target, output, "rollback")
+        )
+        tables = {k: v for k, v in tables.items() if k == queries.MAIN}
         lay = read_layout(str(ck))
         if not lay.exists or not lay.offsets:
             raise UserError(f"checkpoint {ck} has no batches; nothing to roll back")
@@ -101,6 +104,7 @@ def rollback(
             ),
             "aside": str(aside),
             "queries": [r.to_dict() for r in resets],
+            "tables_from": tables_from,
             "dry_run": dry_run,
         }
         if resets:

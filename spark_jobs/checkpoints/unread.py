@@ -54,7 +54,7 @@ class Unread:
         )
 
 
-def _key(url_or_path: str) -> str:
+def file_key(url_or_path: str) -> str:
     """One spelling of a file for both sides: a local path, or ``bucket/key`` of a store."""
     u = urlparse(url_or_path)
     if u.scheme in ("", "file"):
@@ -67,7 +67,7 @@ class SourceLog:
     """What the file sources logged: every file read, and how many each source's newest log
     batch read (a full batch means the source may still have a backlog to read)."""
 
-    files: set[str] = field(default_factory=set)  # keys as :func:`_key` spells them
+    files: set[str] = field(default_factory=set)  # keys as :func:`file_key` spells them
     newest_batch_files: list[int] = field(default_factory=list)  # per source
 
 
@@ -93,7 +93,7 @@ def files_read(lay: Layout) -> SourceLog:
             for line in read_text(lay.uri, batches[n]).split("\n")[1:]:
                 entry = _entry(line)
                 if entry is not None:
-                    out.files.add(_key(entry[0]))
+                    out.files.add(file_key(entry[0]))
                     in_newest += entry[1] == newest
         out.newest_batch_files.append(in_newest)
     return out
@@ -131,7 +131,7 @@ def landing_files(uri: str) -> dict[str, float]:
                     st = os.stat(full)
                 except FileNotFoundError:
                     continue  # removed since the folder was read
-                out[_key(full)] = max(st.st_mtime, st.st_ctime)
+                out[file_key(full)] = max(st.st_mtime, st.st_ctime)
         return out
     fs, root = filesystem(uri)
     if not fs.exists(root):
@@ -141,7 +141,7 @@ def landing_files(uri: str) -> dict[str, float]:
         if any(p.startswith((".", "_")) for p in rel.split("/")):
             continue
         mtime = info.get("mtime") or info.get("LastModified") or info.get("created") or 0
-        out[_key(full)] = float(mtime.timestamp() if hasattr(mtime, "timestamp") else mtime)
+        out[file_key(full)] = float(mtime.timestamp() if hasattr(mtime, "timestamp") else mtime)
     return out
 
 

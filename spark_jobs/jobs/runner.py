@@ -102,9 +102,11 @@ def clear_first_batch(spec: JobSpec, layout: Any) -> bool:
     return cleared is not None
 
 
-def precheck(spec: JobSpec, new_checkpoint_for_existing_table: bool = False) -> None:
+def precheck(
+    spec: JobSpec, new_checkpoint_for_existing_table: bool = False, rebind_tables: bool = False
+) -> None:
     """Everything that can be said before Spark starts: inputs, checkpoint health, the tables'
-    writers, binding."""
+    writers, binding (the spec's and the tables')."""
     for uri in spec.inputs.values():
         sources.check_input(uri, spec.name)
     from spark_jobs.checkpoints.queries import check_pending
@@ -126,6 +128,8 @@ def precheck(spec: JobSpec, new_checkpoint_for_existing_table: bool = False) -> 
         )
     check_writer(spec, new_checkpoint_for_existing_table)
     binding.check_and_bind(spec.checkpoint, fingerprint(spec), spec.path or f"job {spec.name}")
+    tables = {"output": spec.output, "quarantine": spec.quarantine}
+    binding.bind_tables(spec.checkpoint, tables, rebind=rebind_tables)
 
 
 def failure(spec: JobSpec, exc: BaseException) -> JobFailed:
@@ -183,11 +187,13 @@ def run_job(
     run_for: float | None = None,
     spark: Any = None,
     new_checkpoint_for_existing_table: bool = False,
+    rebind_tables: bool = False,
 ) -> RunSummary:
     """Run ``spec`` until its trigger says stop (available-now) or ``run_for`` seconds pass.
 
     ``new_checkpoint_for_existing_table``: let a new checkpoint write into tables that other
-    queries already filled (every input row is written again)."""
+    queries already filled (every input row is written again). ``rebind_tables``: let a
+    committed checkpoint write its next batches into other tables than it is bound to."""
     job = definition(spec.name)
     job.check_spec(spec)  # inputs and params, before anything is written
     spec = binding.adopt_repartition(spec)
@@ -195,7 +201,7 @@ def run_job(
     # should leave nothing behind. Under the lock it is checked again, for real.
     check_writer(spec, new_checkpoint_for_existing_table)
     with JobLock(spec.checkpoint, job=spec.name, purpose="run"):
-        precheck(spec, new_checkpoint_for_existing_table)
+        precheck(spec, new_checkpoint_for_existing_table, rebind_tables)
         from spark_jobs.runtime.session import build_session
 
         own_session = spark is None

@@ -1,19 +1,32 @@
-"""A checkpoint remembers the job spec that wrote it (``_statekeeper/job.json``).
+"""A checkpoint remembers the job spec that wrote it and the tables it writes
+(``_statekeeper/job.json``, a plain JSON object; fields this module does not know are kept).
 
 Spark pins some choices in the checkpoint (shuffle partitions, state store provider, the
 transformWithState time mode) and our state blobs depend on others (executor, parameters).
 Changing one under a live checkpoint fails deep inside Spark or, worse, silently; we refuse it
 up front with a one-line reason instead.
+
+The tables: a committed checkpoint run into another table sends its pending input there, and
+the table it filled never gets it; restore and rollback must put back the tables the checkpoint
+wrote, whatever the spec says today. So the output and quarantine tables are recorded at the
+first run (:func:`bind_tables`) and read back in one place (:func:`bound_tables`).
+
+The file is replaced whole (a temporary file, fsync, rename): a kill mid-write leaves the old
+binding or the new one, never a truncated one that would block every later command.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from typing import Any
 
 from spark_jobs.contract import paths
-from spark_jobs.contract.errors import UserError
+from spark_jobs.contract.errors import ExitCode, UserError
+
+TABLES = "tables"  # the record's field: {"output": URI, "quarantine": URI}
+REBIND_FLAG = "--rebind-tables"
 
 
 def binding_path(checkpoint: str) -> str:
@@ -32,6 +45,35 @@ def read_binding(checkpoint: str) -> dict[str, Any] | None:
         raise UserError(
             f"{binding_path(checkpoint)} is not valid JSON; restore it from a snapshot or delete it"
         ) from exc
+
+
+def write_binding(checkpoint: str, record: dict[str, Any]) -> None:
+    """Replace the binding with ``record`` atomically (a local file: temp, fsync, rename, fsync
+    of the folder; an object store's put is whole already)."""
+    text = json.dumps(record, indent=2, sort_keys=True, default=str)
+    target = binding_path(checkpoint)
+    local = paths.local_path(target)
+    if local is None:
+        import fsspec
+
+        with fsspec.open(target, "w", auto_mkdir=True) as fh:
+            fh.write(text)
+        return
+    local.parent.mkdir(parents=True, exist_ok=True)
+    tmp = local.with_name(f".{local.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, local)
+    finally:
+        tmp.unlink(missing_ok=True)  # gone after the rename; left only by a failed write
+    folder = os.open(local.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)  # the rename itself survives a power cut
+    finally:
+        os.close(folder)
 
 
 def has_state(checkpoint: str) -> bool:
@@ -59,26 +101,69 @@ def check_and_bind(checkpoint: str, fingerprint: dict[str, Any], where: str) -> 
                 "checkpoint on the old table writes every row again; docs/checkpoints.md)"
             )
         return
-    import fsspec
-
     record = {
         "fingerprint": fingerprint,
         "bound_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    with fsspec.open(binding_path(checkpoint), "w", auto_mkdir=True) as fh:
-        fh.write(json.dumps(record, indent=2, sort_keys=True, default=str))
+    write_binding(checkpoint, record)
+
+
+def bound_tables(checkpoint: str) -> dict[str, str] | None:
+    """The tables ``checkpoint`` writes, ``{"output", "quarantine"}``, as its binding records
+    them; None when it records none (never run, or bound by a release before tables were
+    recorded). Run, restore, rollback, repartition and publish all ask here."""
+    tables = (read_binding(checkpoint) or {}).get(TABLES)
+    if not isinstance(tables, dict) or not tables.get("output"):
+        return None
+    out = str(tables["output"])
+    return {"output": out, "quarantine": str(tables.get("quarantine") or "") or out}
+
+
+def same_table(a: str, b: str) -> bool:
+    """Whether two spellings of a table URI name the same table."""
+    try:
+        return paths.normalise(a) == paths.normalise(b)
+    except ValueError:
+        return a.rstrip("/") == b.rstrip("/")
+
+
+def bind_tables(checkpoint: str, tables: dict[str, str], rebind: bool = False) -> None:
+    """Refuse to run a committed checkpoint into other tables than it is bound to (unless
+    ``rebind``); record ``tables`` at its first run, when an older binding has none, or on a
+    rebind (kept in the record's ``rebinds`` history)."""
+    record = read_binding(checkpoint) or {}
+    bound = bound_tables(checkpoint)
+    if bound is not None and all(same_table(bound[k], tables[k]) for k in ("output", "quarantine")):
+        return
+    committed = has_state(checkpoint)
+    if bound is not None and committed:
+        if not rebind:
+            raise UserError(
+                f"checkpoint {checkpoint} is bound to table {bound['output']} (it has written "
+                f"there), not {tables['output']}: its pending input would go to "
+                f"{tables['output']} and never reach {bound['output']}; write "
+                f"{tables['output']} from a new --checkpoint, or pass {REBIND_FLAG} to send "
+                "this checkpoint's next batches there (docs/checkpoints.md)",
+                exit_code=ExitCode.UNSAFE,
+            )
+        record.setdefault("rebinds", []).append(
+            {
+                "from": bound,
+                "to": dict(tables),
+                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
+        )
+    record[TABLES] = dict(tables)
+    write_binding(checkpoint, record)
 
 
 def record_repartition(checkpoint: str, entry: dict[str, Any]) -> None:
     """After ``checkpoint repartition``: the binding's partition count becomes ``entry["to"]`` and
     the change is kept in its ``repartitions`` history."""
-    import fsspec
-
     record = read_binding(checkpoint) or {"fingerprint": {}}
     record["fingerprint"]["shuffle_partitions"] = entry["to"]
     record.setdefault("repartitions", []).append(entry)
-    with fsspec.open(binding_path(checkpoint), "w", auto_mkdir=True) as fh:
-        fh.write(json.dumps(record, indent=2, sort_keys=True, default=str))
+    write_binding(checkpoint, record)  # the tables (and any other field) are kept
 
 
 def kafka_ids(checkpoint: str) -> dict[str, dict[str, Any]]:
@@ -89,12 +174,9 @@ def kafka_ids(checkpoint: str) -> dict[str, dict[str, Any]]:
 
 def record_kafka_ids(checkpoint: str, ids: dict[str, dict[str, Any]]) -> None:
     """Set the binding's ``kafka`` field to ``ids``, the rest of the binding unchanged."""
-    import fsspec
-
     record = read_binding(checkpoint) or {"fingerprint": {}}
     record["kafka"] = ids
-    with fsspec.open(binding_path(checkpoint), "w", auto_mkdir=True) as fh:
-        fh.write(json.dumps(record, indent=2, sort_keys=True, default=str))
+    write_binding(checkpoint, record)
 
 
 def checkpoint_partitions(checkpoint: str, spec_partitions: int) -> int:

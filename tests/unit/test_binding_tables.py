@@ -1,0 +1,79 @@
+"""A checkpoint's binding records its tables (no JVM): recorded at the first run, a committed
+checkpoint refuses another table unless rebound, an older binding adopts the tables it is next
+run with, and an interrupted write leaves the previous binding whole."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from spark_jobs.contract.errors import ExitCode, UserError
+from spark_jobs.runtime import binding
+
+pytestmark = pytest.mark.unit
+
+
+def tables(name: str) -> dict[str, str]:
+    return {"output": f"/t/{name}", "quarantine": f"/t/{name}/_quarantine"}
+
+
+def commit_a_batch(ck) -> None:
+    (ck / "offsets").mkdir(parents=True, exist_ok=True)
+    (ck / "offsets" / "0").write_text("v1\n{}\n")
+
+
+def test_a_committed_checkpoint_refuses_another_table_unless_rebound(tmp_path):
+    ck = tmp_path / "ckpt"
+    binding.check_and_bind(str(ck), {"job": "j"}, "spec")
+    binding.bind_tables(str(ck), tables("a"))
+    binding.bind_tables(str(ck), tables("b"))  # nothing run yet: the new table is just recorded
+    assert binding.bound_tables(str(ck)) == tables("b")
+
+    commit_a_batch(ck)
+    binding.bind_tables(str(ck), tables("b"))  # the same table: fine
+    with pytest.raises(UserError) as refused:
+        binding.bind_tables(str(ck), tables("c"))
+    line = str(refused.value)
+    assert "/t/b" in line and "/t/c" in line and "--checkpoint" in line
+    assert binding.REBIND_FLAG in line and len(line.splitlines()) == 1
+    assert refused.value.exit_code == ExitCode.UNSAFE
+    assert binding.bound_tables(str(ck)) == tables("b")  # refused: nothing recorded
+
+    binding.bind_tables(str(ck), tables("c"), rebind=True)
+    record = binding.read_binding(str(ck))
+    assert binding.bound_tables(str(ck)) == tables("c")
+    assert record["rebinds"][0]["from"] == tables("b") and record["fingerprint"] == {"job": "j"}
+
+
+def test_a_binding_without_tables_adopts_the_next_runs_and_keeps_other_fields(tmp_path):
+    ck = tmp_path / "ckpt"
+    commit_a_batch(ck)
+    older = {"fingerprint": {"job": "j"}, "bound_at": "2026-01-01T00:00:00Z", "kafka": {"x": 1}}
+    (ck / "_statekeeper").mkdir()
+    (ck / "_statekeeper" / "job.json").write_text(json.dumps(older))
+    assert binding.bound_tables(str(ck)) is None
+    binding.bind_tables(str(ck), tables("a"))
+    assert binding.bound_tables(str(ck)) == tables("a")
+    assert binding.read_binding(str(ck))["kafka"] == {"x": 1}  # a field of another feature stays
+    binding.record_repartition(str(ck), {"from": 4, "to": 8, "batch": 0})
+    assert binding.bound_tables(str(ck)) == tables("a")  # repartition keeps the tables
+
+
+class Unprintable:
+    """A value whose text cannot be made: the write fails half-way through."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("cut short")
+
+
+def test_a_write_cut_short_leaves_the_previous_binding_whole(tmp_path):
+    ck = tmp_path / "ckpt"
+    commit_a_batch(ck)
+    binding.check_and_bind(str(ck), {"job": "j", "shuffle_partitions": 4}, "spec")
+    before = (ck / "_statekeeper" / "job.json").read_text()
+    with pytest.raises(RuntimeError, match="cut short"):
+        binding.record_repartition(str(ck), {"from": 4, "to": 8, "at": Unprintable()})
+    assert (ck / "_statekeeper" / "job.json").read_text() == before
+    assert binding.read_binding(str(ck))["fingerprint"]["shuffle_partitions"] == 4
+    assert [p.name for p in (ck / "_statekeeper").iterdir()] == ["job.json"]  # no temp left
