@@ -112,13 +112,11 @@ def create_app(auth: bool = True) -> FastAPI:
     ) -> list[dict[str, Any]]:
         """The job's newest ``limit`` progress records in [since, until], oldest first."""
         spec = _spec(job)
-        return progress_tail.newest_records(
-            spec.checkpoint,
-            limit=limit,
-            since=_time(since, "since"),
-            until=_time(until, "until"),
-            idle=idle,
+        start, end = _time(since, "since"), _time(until, "until")
+        records = progress_tail.newest_records(
+            spec.checkpoint, limit=limit, since=start, until=end, idle=idle
         )
+        return health_report.with_older(spec, records, limit, start, end)  # rotated-away history
 
     @app.get("/api/jobs/{job}/series")
     def api_series(

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from spark_jobs.contract import delta, paths
+from spark_jobs.contract import delta, events, paths
 from spark_jobs.contract.errors import UserError
 from spark_jobs.contract.spec import JobSpec, list_jobs, load_spec
 from spark_jobs.runtime import lock, progress, progress_tail
@@ -354,13 +354,14 @@ def series(
         records = progress_tail.newest_records(
             spec.checkpoint, limit=last, since=since, until=until
         )
-        pts = bm.points(records)
+        pts = bm.points(with_older(spec, records, last, since, until))
     else:  # a time range: from the job's cached history, extended by what was appended since
         pts = history_points(local)
         times = [p["t"] or 0.0 for p in pts]
         lo = bisect.bisect_left(times, since) if since is not None else 0
         hi = bisect.bisect_right(times, until) if until is not None else len(pts)
-        pts = pts[lo:hi]
+        older = older_records(spec, times[0] if times else None, since, until, None)
+        pts = bm.points(older) + pts[lo:hi]
     return {
         "job": spec.name,
         "since": _iso(since),
@@ -369,3 +370,58 @@ def series(
         "downsampled": len(pts) > points,
         "points": bm.downsample(pts, points),
     }
+
+
+# -- history older than the progress log ---------------------------------------------------------
+def older_records(
+    spec: JobSpec,
+    oldest: float | None,
+    since: float | None,
+    until: float | None,
+    limit: int | None,
+) -> list[dict[str, Any]]:
+    """Batch records of ``spec`` older than ``oldest`` (the oldest the progress log still holds;
+    None: it holds none) in [since, until], from the event log: the history rotation dropped."""
+    if since is not None and oldest is not None and since >= oldest:
+        return []  # the progress log covers the range
+    log = _stat(paths.local_path(delta.log_uri(events.default_table())))
+    # one memo per job (its latest question), so varying ranges never pile up
+    sig = (log, (oldest, since, until, limit))
+    return list(
+        _memoised(
+            "events",
+            spec.checkpoint,
+            sig,
+            lambda: events.progress_records(spec.checkpoint, oldest, since, until, limit),
+        )
+    )
+
+
+def with_older(
+    spec: JobSpec,
+    records: list[dict[str, Any]],
+    limit: int | None,
+    since: float | None,
+    until: float | None,
+) -> list[dict[str, Any]]:
+    """``records`` (the newest of the progress log, oldest first), preceded by older ones from
+    the event log when the progress log has fewer than ``limit`` in the range."""
+    if limit is not None and len(records) >= limit:
+        return records
+    oldest = progress_tail.record_time(records[0]) if records else _oldest_logged(spec)
+    more = None if limit is None else limit - len(records)
+    return older_records(spec, oldest, since, until, more) + records
+
+
+def _oldest_logged(spec: JobSpec) -> float | None:
+    """The oldest batch time the progress log holds (None when it holds none)."""
+    for f in progress.log_files(spec.checkpoint)[:1]:  # the oldest file's first lines
+        with open(f, "rb") as fh:
+            for line in fh:
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(rec, dict) and progress.is_batch(rec):
+                    return progress_tail.record_time(rec)
+    return None

@@ -20,6 +20,8 @@ BINDING_FILE = "job.json"
 PENDING_FILE = "pending.json"  # a restore or rollback that has put tables back, not yet done
 QUARANTINE_CHECKPOINT = "quarantine"  # the quarantine query's own checkpoint, under _statekeeper/
 QUARANTINE_TABLE = "_quarantine"  # under the job's output
+# The deployment's one event log (Delta): a row per committed batch and per operation.
+EVENTS_TABLE = ".data/tables/_statekeeper_events"
 
 
 def project_root() -> Path:
@@ -119,6 +121,11 @@ def outside_roots(
         f"{uri} is outside the {kind} roots ({', '.join(allowed)}); use a path under one of "
         f"them or add its folder to ${ROOTS[kind][1]}"
     )
+
+
+def events_table() -> str:
+    """The event log's Delta table, under the data folder like every ``.data`` path."""
+    return resolve(EVENTS_TABLE)
 
 
 def cache_dir() -> Path:
