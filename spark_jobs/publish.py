@@ -29,6 +29,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from spark_jobs import eventlog
 from spark_jobs.contract import delta as delta_log  # not delta-spark's ``delta``
 from spark_jobs.contract import paths
 from spark_jobs.contract.errors import UserError
@@ -232,7 +233,9 @@ def _replace(spark: Any, job: str, rows: Any, live: str) -> str:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    print(json.dumps(publish(args.job, args.staged, args.output, args.mode, args.key)))
+    result = publish(args.job, args.staged, args.output, args.mode, args.key)
+    print(json.dumps(result))
+    eventlog.operation("publish", args, result, dry_run=not result.get("published"))
     return 0
 
 

@@ -7,6 +7,7 @@ import argparse
 import json
 from typing import Any
 
+from spark_jobs import eventlog
 from spark_jobs.checkpoints import roots
 from spark_jobs.contract.blocks import Snapshots
 from spark_jobs.contract.errors import UserError
@@ -76,6 +77,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         + ("" if s["valid"] else f"; NOT VALID ({', '.join(s['findings'])})")
     )
     _emit(args, s, text)
+    eventlog.operation("snapshot", _target(args), s, dry_run=args.dry_run)
     return 0
 
 
@@ -140,6 +142,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
     if r.get("queries"):
         text += "\n" + _tables_text(r)
     _emit(args, r, text)
+    eventlog.operation("restore", _target(args), r, reason=v["status"])
     return int(v["exit_code"])
 
 
@@ -155,6 +158,7 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     if r.get("queries"):
         text += "\n" + ("would put back: " if args.dry_run else "") + _tables_text(r)
     _emit(args, r, text)
+    eventlog.operation("rollback", t, r, dry_run=args.dry_run)
     return 0
 
 
@@ -190,6 +194,7 @@ def cmd_repartition(args: argparse.Namespace) -> int:
         f"(batch {r['last_committed_batch']}); snapshot before: {r['snapshot']}; the job's next runs use {r['to']}"
     )
     _emit(args, r, text)
+    eventlog.operation("repartition", t, r)
     return 0
 
 

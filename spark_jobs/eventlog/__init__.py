@@ -81,7 +81,7 @@ def record(
     job: str | None,
     checkpoint: str | None = None,
     reason: str | None = None,
-    **details: Any,
+    details: dict[str, Any] | None = None,
 ) -> None:
     """One operation's row (``kind`` from ``spark_jobs.contract.events.OPERATIONS``), appended
     now. The operation has succeeded when this is called: a failure to log is only warned about."""
@@ -94,9 +94,28 @@ def record(
 
     row = {
         "kind": kind, "job": job, "checkpoint": checkpoint, "at": time.time(),
-        "who": who.who(), "args": who.args(), "reason": reason, "details": details,
+        "who": who.who(), "args": who.args(), "reason": reason, "details": details or {},
     }  # fmt: skip
     try:
         store.append([row])
     except Exception as exc:  # noqa: BLE001 - the operation is done; its row is only history
         warn(f"{kind} row", exc)
+
+
+def operation(
+    kind: str,
+    target: Any,
+    result: dict[str, Any],
+    reason: str | None = None,
+    dry_run: bool = False,
+) -> None:
+    """A command's success, logged: ``target`` is a job spec or a checkpoint command's target
+    (``job``, ``checkpoint``); ``result`` (what the command printed) becomes the details, without
+    its file lists. A dry run changed nothing and is not logged."""
+    if dry_run:
+        return
+    spec = getattr(target, "spec", None) or target
+    job = getattr(target, "job", None) or getattr(spec, "name", None)
+    checkpoint = getattr(target, "checkpoint", None)
+    details = {k: v for k, v in result.items() if k != "files"}
+    record(kind, job, checkpoint, reason, details)

@@ -8,42 +8,70 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from spark_jobs.checkpoints import layout
-from spark_jobs.contract import delta, paths
+from spark_jobs.contract import delta
 from spark_jobs.contract.events import BATCH
+
+# The few reads of Spark's checkpoint files this needs, made here: the checkpoint room maps the
+# whole layout, but its commands log through this room, which therefore does not import it.
+# ``offsets/N`` is "v1", a JSON metadata line, then one line per source (its end offset, "-"
+# for none); ``sources/<i>/N[.compact]`` is "v1" then one JSON entry per file seen.
+
+
+def _fs(checkpoint: str) -> tuple[Any, str]:
+    import fsspec
+
+    fs, root = fsspec.core.url_to_fs(checkpoint)
+    return fs, str(root).rstrip("/")
+
+
+def _text(checkpoint: str, rel: str) -> str:
+    fs, root = _fs(checkpoint)
+    return bytes(fs.cat_file(f"{root}/{rel}")).decode("utf-8")
+
+
+def _batches(checkpoint: str, folder: str) -> list[int]:
+    fs, root = _fs(checkpoint)
+    try:
+        found = fs.ls(f"{root}/{folder}", detail=False)
+    except FileNotFoundError:
+        return []
+    names = (str(p).rstrip("/").rsplit("/", 1)[-1] for p in found)
+    return sorted(int(n) for n in names if n.isdigit())
 
 
 def committed(checkpoint: str) -> list[int]:
     """Batch ids with a ``commits/N`` file, ascending."""
-    listing = layout.list_files(paths.join(checkpoint, "commits"), sizes=False) or {}
-    return sorted(int(n) for n in listing.get("", {}) if n.isdigit())
+    return _batches(checkpoint, "commits")
 
 
 def uncommitted(checkpoint: str) -> list[int]:
     """Batches planned (``offsets/N``) but never committed: a run cut short."""
-    listing = layout.list_files(paths.join(checkpoint, "offsets"), sizes=False) or {}
     done = set(committed(checkpoint))
-    return sorted(int(n) for n in listing.get("", {}) if n.isdigit() and int(n) not in done)
+    return [b for b in _batches(checkpoint, "offsets") if b not in done]
 
 
 def query_id(checkpoint: str) -> str | None:
     try:
-        return str(json.loads(layout.read_text(checkpoint, "metadata").splitlines()[0])["id"])
+        return str(json.loads(_text(checkpoint, "metadata").splitlines()[0])["id"])
     except (OSError, ValueError, KeyError, IndexError):
         return None
 
 
 def commit_time(checkpoint: str, batch: int) -> float | None:
-    info = layout.stat_file(checkpoint, f"commits/{batch}")
-    return info.mtime if info else None
+    fs, root = _fs(checkpoint)
+    try:
+        mtime = fs.info(f"{root}/commits/{batch}").get("mtime")
+    except OSError:
+        return None
+    return float(mtime.timestamp() if hasattr(mtime, "timestamp") else mtime) if mtime else None
 
 
 def _offsets(checkpoint: str, batch: int) -> list[Any] | None:
     try:
-        _, _, rest = layout.parse_log_file(layout.read_text(checkpoint, f"offsets/{batch}"))
+        rest = [r for r in _text(checkpoint, f"offsets/{batch}").splitlines()[2:] if r.strip()]
+        return [None if r.strip() == "-" else json.loads(r) for r in rest]
     except (OSError, ValueError):
         return None
-    return [None if r.strip() == "-" else json.loads(r) for r in rest]
 
 
 def _source_files(checkpoint: str, source: int, log_batch: int) -> list[str] | None:
@@ -51,7 +79,7 @@ def _source_files(checkpoint: str, source: int, log_batch: int) -> list[str] | N
     every entry up to its batch, each with its ``batchId``)."""
     for name in (f"{log_batch}", f"{log_batch}.compact"):
         try:
-            text = layout.read_text(checkpoint, f"sources/{source}/{name}")
+            text = _text(checkpoint, f"sources/{source}/{name}")
         except OSError:
             continue
         entries = [json.loads(line) for line in text.splitlines()[1:] if line.strip()]

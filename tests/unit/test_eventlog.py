@@ -40,6 +40,7 @@ def home(tmp_path, monkeypatch) -> Path:
     )
     monkeypatch.setenv("STATEKEEPER_SPECS", str(specs))
     monkeypatch.setenv("STATEKEEPER_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("STATEKEEPER_CHECKPOINT_ROOTS", str(tmp_path))
     for var in ("AIRFLOW_CTX_DAG_ID", "AIRFLOW_CTX_DAG_RUN_ID", "AIRFLOW_CTX_TASK_ID"):
         monkeypatch.delenv(var, raising=False)
     return tmp_path
@@ -113,7 +114,7 @@ def test_events_command(home, capsys):
     make_checkpoint(home / "ckpt", 2)
     progress_lines(home / "ckpt", range(0, 2), time.time())
     one_run()
-    record("snapshot", "sessions", str(home / "ckpt"), snapshot="s1", batch=1)
+    record("snapshot", "sessions", str(home / "ckpt"), details={"snapshot": "s1", "batch": 1})
     capsys.readouterr()
 
     assert main(["events", "sessions"]) == 0
@@ -144,7 +145,7 @@ def test_an_operation_row_says_who_did_it(home, monkeypatch):
     monkeypatch.setenv("AIRFLOW_CTX_DAG_ID", "restore_dag")
     monkeypatch.setenv("AIRFLOW_CTX_DAG_RUN_ID", "manual__1")
     monkeypatch.setenv("AIRFLOW_CTX_TASK_ID", "restore")
-    record("restore", "sessions", "/c", snapshot="s2")
+    record("restore", "sessions", "/c", details={"snapshot": "s2"})
     (row,) = events.read(job="sessions", kind="restore")
     assert row["who"] == "airflow:restore_dag/manual__1/restore"
     assert row["args"] == "python -m spark_jobs checkpoint restore --job sessions"
@@ -168,3 +169,19 @@ def test_health_history_reaches_past_the_progress_log(home):
     assert got["points"][0]["input_rows"] == recs[2]["numInputRows"]
     older = health_report.with_older(spec, [], 3, None, recs[5]["statekeeper"]["logged_at"])
     assert [r["batchId"] for r in older] == [3, 4, 5]
+
+
+def test_checkpoint_commands_log_their_success_only(home, capsys):
+    from spark_jobs.cli import main
+
+    make_checkpoint(home / "ckpt", 4)
+    assert main(["checkpoint", "snapshot", "sessions", "--dry-run"]) == 0
+    assert main(["checkpoint", "snapshot", "sessions"]) == 0
+    assert main(["checkpoint", "rollback", "sessions", "--to-batch", "9"]) == 2  # refused
+    assert main(["checkpoint", "rollback", "sessions", "--to-batch", "2", "--keep-tables"]) == 0
+    rows = [r for r in events.read(job="sessions") if r["kind"] != "batch"]
+    assert [r["kind"] for r in rows] == ["snapshot", "rollback"]
+    assert {r["checkpoint"] for r in rows} == {str(home / "ckpt")}
+    assert events.details(rows[0])["batch"] == 3
+    assert events.details(rows[1])["moved_batches"] == [3]
+    assert rows[1]["args"].endswith("rollback sessions --to-batch 2 --keep-tables")
