@@ -9,7 +9,8 @@ each batch id to its source positions and the Delta versions it wrote.
 
 Configured the client's standard way (``OPENLINEAGE_URL``, ``OPENLINEAGE_CONFIG`` or an
 ``openlineage.yml``, ``OPENLINEAGE__TRANSPORT__*``); with none of these, nothing is emitted (the
-client itself would fall back to printing events on the console).
+client itself would fall back to printing events on the console). Datasets are named as the
+Airflow task that submits the run names them (:mod:`spark_jobs.contract.lineage`).
 """
 
 from __future__ import annotations
@@ -18,10 +19,9 @@ import os
 import sys
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from spark_jobs.contract import paths
+from spark_jobs.contract import lineage as names
 from spark_jobs.contract.spec import JobSpec
 
 NAMESPACE_ENV = "OPENLINEAGE_NAMESPACE"
@@ -33,38 +33,6 @@ PRODUCER = "https://github.com/statekeeper/statekeeper"  # the producer URI even
 def running_every() -> float:
     """Seconds between RUNNING events of one run (default 60: not one per micro-batch)."""
     return float(os.environ.get(EVERY_ENV) or 60.0)
-
-
-def configured() -> bool:
-    """Whether a transport is configured the client's standard ways."""
-    if os.environ.get("OPENLINEAGE_DISABLED", "").strip().lower() == "true":
-        return False
-    if os.environ.get("OPENLINEAGE_URL"):
-        return True
-    if any(k.startswith("OPENLINEAGE__TRANSPORT") for k in os.environ):
-        return True
-    files = [
-        os.environ.get("OPENLINEAGE_CONFIG"),
-        "openlineage.yml",
-        "~/.openlineage/openlineage.yml",
-    ]
-    return any(f and Path(f).expanduser().is_file() for f in files)
-
-
-def dataset(uri: str) -> tuple[str, str]:
-    """(namespace, name) by OpenLineage's naming: ``kafka://HOST:PORT`` + topic, ``file`` +
-    absolute path, ``SCHEME://BUCKET`` + path."""
-    from spark_jobs.kafka.uri import is_kafka, parse
-
-    if is_kafka(uri):
-        k = parse(uri)
-        return f"kafka://{k.bootstrap.split(',')[0]}", k.topic
-    full = paths.resolve(uri)
-    if paths.local_path(full) is not None:
-        return "file", str(paths.local_path(full))
-    scheme, rest = full.split("://", 1)
-    bucket, _, path = rest.partition("/")
-    return f"{scheme}://{bucket}", path
 
 
 class QueryLineage:
@@ -88,15 +56,14 @@ class QueryLineage:
         )
 
         ns = os.environ.get(NAMESPACE_ENV) or "statekeeper"
-        outputs = (self.spec.output, self.spec.quarantine)
         return RunEvent(
             eventType=getattr(RunState, state),
             eventTime=datetime.now(UTC).isoformat(),
             run=Run(runId=str(self.run_id), facets=facets or {}),
             job=Job(namespace=ns, name=f"statekeeper.{self.spec.name}"),
             producer=PRODUCER,
-            inputs=[InputDataset(*dataset(u)) for u in self.spec.inputs.values()],
-            outputs=[OutputDataset(*dataset(u)) for u in outputs],
+            inputs=[InputDataset(ns, name) for ns, name in names.inputs(self.spec)],
+            outputs=[OutputDataset(ns, name) for ns, name in names.outputs(self.spec)],
         )
 
     def _facets(self) -> dict[str, Any]:
@@ -147,7 +114,7 @@ def _batches_facet(batches: dict[str, Any]) -> Any:
 
 def for_spec(spec: JobSpec) -> QueryLineage | None:
     """The run's lineage, or None when no OpenLineage transport is configured."""
-    if not configured():
+    if not names.configured():
         return None
     from openlineage.client import OpenLineageClient
 
