@@ -61,6 +61,7 @@ class RunLog:
         self.cut_short: list[int] = []
         self.batches = 0
         self.input_rows = 0
+        self.busy = 0.0  # seconds this thread worked (derive, append): the log's own cost
         self.lineage = lineage.for_spec(spec)
         self.thread = threading.Thread(target=self._loop, name="statekeeper-eventlog", daemon=True)
 
@@ -93,6 +94,7 @@ class RunLog:
             if item is None:
                 self._flush()
                 return
+            began = time.perf_counter()
             try:
                 getattr(self, f"_on_{item[0]}")(*item[1:])
             except Exception as exc:  # noqa: BLE001 - the log must never stop the job it records
@@ -102,6 +104,7 @@ class RunLog:
                 last = time.monotonic()
                 if self.lineage is not None:
                     self.lineage.tick()
+            self.busy += time.perf_counter() - began
 
     def _row(self, kind: str, **cols: Any) -> dict[str, Any]:
         return {
@@ -168,7 +171,10 @@ class RunLog:
         pass  # only wakes the loop for a timed append
 
     def _on_end(self, exc: BaseException | None, stop_signal: list[int], at: float) -> None:
-        details: dict[str, Any] = {"batches": self.batches, "input_rows": self.input_rows}
+        details: dict[str, Any] = {
+            "batches": self.batches, "input_rows": self.input_rows,
+            "event_log_seconds": round(self.busy, 3),
+        }  # fmt: skip
         if stop_signal:
             details["stopped_by"] = stop_signal[0]
         reason = None
