@@ -49,3 +49,31 @@ def test_the_run_task_reports_the_jobs_datasets(tmp_path):
     op = SparkJobRunOperator(task_id="run", job="windowed_counts")
     (src,) = DefaultExtractor(op).extract_on_complete(None).inputs
     assert (src.namespace, src.name) == ("file", resolve(".data/landing/clickstream"))
+
+
+def test_a_query_run_is_throttled_and_off_without_a_transport(tmp_path, monkeypatch):
+    import json
+
+    from spark_jobs.contract.spec import load_spec
+    from spark_jobs.eventlog import lineage
+
+    for var in ("OPENLINEAGE_URL", "OPENLINEAGE_CONFIG", "OPENLINEAGE__TRANSPORT__TYPE"):
+        monkeypatch.delenv(var, raising=False)
+    spec = load_spec("sessions")
+    assert lineage.for_spec(spec) is None  # no transport: nothing emitted, not even to a console
+
+    sent = tmp_path / "ol.jsonl"
+    monkeypatch.setenv("OPENLINEAGE__TRANSPORT__TYPE", "file")
+    monkeypatch.setenv("OPENLINEAGE__TRANSPORT__LOG_FILE_PATH", str(sent))
+    monkeypatch.setenv("OPENLINEAGE__TRANSPORT__APPEND", "true")
+    run = lineage.for_spec(spec)
+    assert run is not None
+    run.start("01937a4e-0000-7000-8000-000000000001")
+    for b in range(5):  # five batches in well under a minute: no RUNNING event yet
+        run.batch(b, [{"source": 0, "files": [f"f{b}"]}], {"output_version": b})
+        run.tick()
+    run.end(None)
+    events = [json.loads(line) for line in sent.read_text().splitlines()]
+    assert [e["eventType"] for e in events] == ["START", "COMPLETE"]
+    batches = events[-1]["run"]["facets"]["statekeeper_batches"]["batches"]
+    assert sorted(batches) == ["0", "1", "2", "3", "4"] and batches["3"]["output_version"] == 3
