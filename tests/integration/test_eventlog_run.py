@@ -5,6 +5,7 @@ RUNNING, COMPLETE, all with Spark's run id), whose datasets are the landing fold
 tables and whose ``statekeeper_batches`` facet maps every batch to its files and version."""
 
 import json
+from pathlib import Path
 
 import pytest
 from jobkit import job_spec
@@ -70,3 +71,23 @@ def test_a_run_logs_its_batches_and_its_lineage(spark, tmp_path, monkeypatch):
         mapped = facet[str(r["batch_id"])]
         assert mapped["output_version"] == r["output_version"]
         assert mapped["sources"][0]["files"] == events.details(r)["sources"][0]["files"]
+
+
+def test_the_docs_sql_runs_on_spark_too(spark, tmp_path, monkeypatch):
+    import importlib.util
+
+    from spark_jobs.contract.paths import events_table
+    from spark_jobs.eventlog import store
+
+    # the unit test's rows and expectations for the page's five queries: one source of both
+    where = Path(__file__).resolve().parents[1] / "unit" / "test_events_docs.py"
+    loaded = importlib.util.spec_from_file_location("events_docs", where)
+    assert loaded is not None and loaded.loader is not None
+    docs = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(docs)
+    monkeypatch.setenv("STATEKEEPER_DATA", str(tmp_path))
+    store.append(docs.ROWS)
+    for sql, want in zip(docs.queries(), docs.expected(), strict=True):
+        on_path = sql.replace("FROM events", f"FROM delta.`{events_table()}`")
+        got = [r.asDict() for r in spark.sql(on_path).collect()]
+        assert docs.first_columns(got, len(want[0])) == want, sql
