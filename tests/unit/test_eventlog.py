@@ -170,6 +170,14 @@ def test_health_history_reaches_past_the_progress_log(home):
     older = health_report.with_older(spec, [], 3, None, recs[5]["statekeeper"]["logged_at"])
     assert [r["batchId"] for r in older] == [3, 4, 5]
 
+    from fastapi.testclient import TestClient
+
+    from statekeeper.health_app import create_app
+
+    got = TestClient(create_app(auth=False)).get("/api/jobs/sessions/progress?limit=8").json()
+    assert [r["batchId"] for r in got] == list(range(2, 10))
+    assert got[0] == recs[2]  # the record as it was logged, from the event log
+
 
 def test_checkpoint_commands_log_their_success_only(home, capsys):
     from spark_jobs.cli import main
