@@ -19,6 +19,7 @@ SUBCOMMAND_MODULES = (
     "spark_jobs.quality.cli",
     "spark_jobs.publish",
     "spark_jobs.kafka.cli",
+    "spark_jobs.eventlog.cli",
 )
 
 
@@ -171,6 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from spark_jobs.eventlog import who
+
+    who.remember(argv)  # the event log's rows name the command that wrote them
     try:
         args = build_parser().parse_args(argv)
         return int(args.func(args) or 0)

@@ -35,6 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from spark_jobs import eventlog
 from spark_jobs.contract import delta as delta_log  # not delta-spark's ``delta``
 from spark_jobs.contract import paths
 from spark_jobs.contract.errors import ExitCode, UserError
@@ -311,6 +312,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
         checkpoint=args.checkpoint,
     )
     print(json.dumps(result))
+    eventlog.operation("publish", args, result, dry_run=not result.get("published"))
     return 0
 
 

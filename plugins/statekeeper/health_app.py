@@ -157,10 +157,12 @@ def create_app(auth: bool = True) -> FastAPI:
         """The job's newest ``limit`` progress records in [since, until], oldest first."""
         spec = access.job(job)
         kinds = (BatchProgress, Heartbeat, IdleEvent) if idle else (BatchProgress, Heartbeat)
+        since_t, until_t = _time(since, "since"), _time(until, "until")
         records = ProgressLog(spec.checkpoint).tail(
-            limit, since=_time(since, "since"), until=_time(until, "until"), kinds=kinds
+            limit, since=since_t, until=until_t, kinds=kinds
         )
-        return [r.raw for r in records]  # exactly as logged
+        raw = [r.raw for r in records]  # exactly as logged
+        return health_report.with_older(spec, raw, limit, since_t, until_t)  # rotated-away history
 
     @app.get("/api/jobs/{job}/series")
     def api_series(

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from spark_jobs.contract import delta, paths
+from spark_jobs.contract import delta, events, paths
 from spark_jobs.contract.errors import UserError
 from spark_jobs.contract.progress_log import BatchProgress, Follower, ProgressLog, ProgressRecord
 from spark_jobs.contract.spec import JobSpec, list_jobs, load_spec
@@ -348,13 +348,17 @@ def series(
     to at most ``points``."""
     if last is not None:  # the newest batches: read back from the end
         records = ProgressLog(spec.checkpoint).tail(last, since=since, until=until)
-        pts = bm.points([r for r in records if isinstance(r, BatchProgress)])
+        raw = with_older(
+            spec, [r.raw for r in records if isinstance(r, BatchProgress)], last, since, until
+        )
+        pts = bm.points(_typed(raw))  # the older ones come from the event log
     else:  # a time range: from the job's cached history, extended by what was appended since
         pts = history_points(spec.checkpoint)
         times = [p["t"] or 0.0 for p in pts]
         lo = bisect.bisect_left(times, since) if since is not None else 0
         hi = bisect.bisect_right(times, until) if until is not None else len(pts)
-        pts = pts[lo:hi]
+        older = older_records(spec, times[0] if times else None, since, until, None)
+        pts = bm.points(_typed(older)) + pts[lo:hi]
     return {
         "job": spec.name,
         "since": _iso(since),
@@ -363,3 +367,59 @@ def series(
         "downsampled": len(pts) > points,
         "points": bm.downsample(pts, points),
     }
+
+
+# -- history older than the progress log ---------------------------------------------------------
+def older_records(
+    spec: JobSpec,
+    oldest: float | None,
+    since: float | None,
+    until: float | None,
+    limit: int | None,
+) -> list[dict[str, Any]]:
+    """Batch records of ``spec`` older than ``oldest`` (the oldest the progress log still holds;
+    None: it holds none) in [since, until], from the event log: the history rotation dropped."""
+    if since is not None and oldest is not None and since >= oldest:
+        return []  # the progress log covers the range
+    log = _stat(paths.local_path(delta.log_uri(events.default_table())))
+    # one memo per job (its latest question), so varying ranges never pile up
+    sig = (log, (oldest, since, until, limit))
+    return list(
+        _memoised(
+            "events",
+            spec.checkpoint,
+            sig,
+            lambda: events.progress_records(spec.checkpoint, oldest, since, until, limit),
+        )
+    )
+
+
+def with_older(
+    spec: JobSpec,
+    records: list[dict[str, Any]],
+    limit: int | None,
+    since: float | None,
+    until: float | None,
+) -> list[dict[str, Any]]:
+    """``records`` (the newest of the progress log, oldest first), preceded by older ones from
+    the event log when the progress log has fewer than ``limit`` in the range."""
+    if limit is not None and len(records) >= limit:
+        return records
+    first = ProgressRecord.from_json(records[0]) if records else None
+    oldest = first.time if first is not None else _oldest_logged(spec)
+    more = None if limit is None else limit - len(records)
+    return older_records(spec, oldest, since, until, more) + records
+
+
+def _oldest_logged(spec: JobSpec) -> float | None:
+    """The oldest batch time the progress log holds (None when it holds none)."""
+    for rec in ProgressLog(spec.checkpoint).history():
+        if isinstance(rec, BatchProgress):
+            return rec.time
+    return None
+
+
+def _typed(raw: list[dict[str, Any]]) -> list[BatchProgress]:
+    """The batch records among ``raw`` (parsed progress lines, as the event log gives them)."""
+    typed = (ProgressRecord.from_json(r) for r in raw)
+    return [r for r in typed if isinstance(r, BatchProgress)]

@@ -197,6 +197,21 @@ class SparkJobRunOperator(SparkJobsSubmitOperator):
         }
         return self._guarded_submit(planned)
 
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """The run's datasets for Airflow's OpenLineage provider (which is active only when a
+        transport is configured): the job's inputs and its two Delta tables, named as the run's
+        own streaming lineage names them."""
+        from airflow.providers.openlineage.extractors import OperatorLineage
+        from openlineage.client.event_v2 import Dataset
+
+        from spark_jobs.contract import lineage
+
+        spec = resolve_job(self.job, self.overrides, self.trigger)
+        return OperatorLineage(
+            inputs=[Dataset(ns, name) for ns, name in lineage.inputs(spec)],
+            outputs=[Dataset(ns, name) for ns, name in lineage.outputs(spec)],
+        )
+
     def _guarded_submit(self, planned: dict[str, Any]) -> dict[str, Any]:
         from spark_jobs.runtime.lock import describe, holder
 

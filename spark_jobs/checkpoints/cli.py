@@ -8,6 +8,7 @@ import json
 import sys
 from typing import Any
 
+from spark_jobs import eventlog
 from spark_jobs.checkpoints import roots
 from spark_jobs.contract.blocks import Snapshots
 from spark_jobs.contract.errors import UserError
@@ -83,6 +84,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         + ("" if s["valid"] else f"; NOT VALID ({', '.join(s['findings'])})")
     )
     _emit(args, s, text)
+    eventlog.operation("snapshot", _target(args), s, dry_run=args.dry_run)
     return 0
 
 
@@ -148,6 +150,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
     if r.get("queries"):
         text += "\n" + _tables_text(r)
     _emit(args, r, text)
+    eventlog.operation("restore", _target(args), r, reason=v["status"])
     return int(v["exit_code"])
 
 
@@ -164,6 +167,7 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     if r.get("queries"):
         text += "\n" + ("would put back: " if args.dry_run else "") + _tables_text(r)
     _emit(args, r, text)
+    eventlog.operation("rollback", t, r, dry_run=args.dry_run)
     return 0
 
 
@@ -204,6 +208,7 @@ def cmd_repartition(args: argparse.Namespace) -> int:
     if r.get("undone"):
         text += f"; first put back {r['undone']}, the copy a repartition cut short left"
     _emit(args, r, text)
+    eventlog.operation("repartition", t, r)
     return 0
 
 

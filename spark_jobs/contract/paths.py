@@ -23,6 +23,8 @@ QUARANTINE_TABLE = "_quarantine"  # under the job's output
 # Landing files the file source picks up; generate writes hidden temp files and renames them into
 # place, and Spark's file source skips names starting with "." or "_".
 LANDING_GLOB = "*.json*"
+# The deployment's one event log (Delta): a row per committed batch and per operation.
+EVENTS_TABLE = ".data/tables/_statekeeper_events"
 
 
 def project_root() -> Path:
@@ -122,6 +124,11 @@ def outside_roots(
         f"{uri} is outside the {kind} roots ({', '.join(allowed)}); use a path under one of "
         f"them or add its folder to ${ROOTS[kind][1]}"
     )
+
+
+def events_table() -> str:
+    """The event log's Delta table, under the data folder like every ``.data`` path."""
+    return resolve(EVENTS_TABLE)
 
 
 def cache_dir() -> Path:

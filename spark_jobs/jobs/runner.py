@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from spark_jobs import eventlog
 from spark_jobs.contract import delta, paths
 from spark_jobs.contract.errors import ExitCode, JobFailed, UserError
 from spark_jobs.contract.progress_log import BatchProgress, ProgressLog, ProgressRecord
@@ -227,6 +228,7 @@ def run_job(
         spark.streams.addListener(listener)
         queries: list[Any] = []
         stop_signal: list[int] = []
+        events = eventlog.open_run(spec, trigger=str(spec.trigger), run_for=run_for, conf=conf)
         try:
             out = build_stream(spark, spec)
             data_columns = [
@@ -261,6 +263,7 @@ def run_job(
             for q in queries:
                 _stop_quietly(q, qname)
             spark.streams.removeListener(listener)
+            events.close(sys.exc_info()[1], stop_signal)  # the stop or failure row, last appends
         summary = summarise(spec, started, {str(q.runId) for q in queries}, before)
         if stop_signal:
             summary.extra["stopped_by"] = signal.Signals(stop_signal[0]).name

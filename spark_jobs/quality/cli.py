@@ -10,6 +10,7 @@ import argparse
 import json
 from typing import Any
 
+from spark_jobs import eventlog
 from spark_jobs.contract.errors import UserError
 
 
@@ -65,4 +66,5 @@ def cmd_quality(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_dict(), default=str, indent=1))
     else:
         print(result.summary())
+    eventlog.operation("quality", spec, result.to_dict(), reason=result.status)
     return result.exit_code

@@ -26,7 +26,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,10 @@ IDLE_LOG_EVERY = 60.0  # seconds; well below the supervisor's stalled limit (5 m
 HEARTBEAT_EVERY_ENV = "STATEKEEPER_HEARTBEAT_SECONDS"
 MAX_BYTES_ENV = "STATEKEEPER_PROGRESS_MAX_BYTES"
 _WRITE = threading.Lock()  # the listener's thread and the runner's heartbeat share one file
+# Called on the listener's thread when a logged query starts, (checkpoint, query id, run id), and
+# after each batch record is logged, (checkpoint, record): the event log's writer subscribes.
+ON_START: list[Callable[[str, str, str], None]] = []
+ON_BATCH: list[Callable[[str, dict[str, Any]], None]] = []
 
 
 def heartbeat_every() -> float:
@@ -152,6 +156,8 @@ def make_listener(job: str, targets: dict[str, str]):  # -> StreamingQueryListen
     class ProgressLog(StreamingQueryListener):
         def onQueryStarted(self, event: Any) -> None:
             names[str(event.id)] = event.name or ""
+            for call in ON_START if (event.name or "") in targets else ():
+                call(targets[event.name or ""], str(event.id), str(event.runId))
 
         def onQueryProgress(self, event: Any) -> None:
             progress = json.loads(event.progress.json)
@@ -166,6 +172,8 @@ def make_listener(job: str, targets: dict[str, str]):  # -> StreamingQueryListen
             if lag:  # Kafka sources: records behind the topic's end, per topic and partition
                 progress["lag"] = lag
             append_line(progress_path(checkpoint), progress)
+            for call in ON_BATCH:
+                call(checkpoint, progress)
 
         def onQueryIdle(self, event: Any) -> None:
             qid = str(event.id)
