@@ -20,6 +20,10 @@ BINDING_FILE = "job.json"
 PENDING_FILE = "pending.json"  # a restore or rollback that has put tables back, not yet done
 QUARANTINE_CHECKPOINT = "quarantine"  # the quarantine query's own checkpoint, under _statekeeper/
 QUARANTINE_TABLE = "_quarantine"  # under the job's output
+# Event-time partitions found complete after a committed batch, and those a publish re-wrote
+# (spark_jobs.contract.completeness): the Airflow side emits their asset events.
+COMPLETENESS_FILE = "completeness.jsonl"
+RECOMPLETIONS_FILE = "recompletions.jsonl"
 
 
 def project_root() -> Path:

@@ -25,7 +25,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -157,8 +157,15 @@ def iter_progress(checkpoint: str) -> Iterator[dict[str, Any]]:
                 continue  # a line cut by a kill mid-write; the next batch writes a whole one
 
 
-def make_listener(job: str, targets: dict[str, str]):  # -> StreamingQueryListener
+def make_listener(
+    job: str,
+    targets: dict[str, str],
+    on_batch: Callable[[dict[str, Any]], None] | None = None,
+):  # -> StreamingQueryListener
     """A listener writing each progress of the named queries to its progress file.
+
+    ``on_batch`` sees each record first (spark_jobs.completeness): whoever finds the batch's
+    progress line can count on what the hook wrote for it.
 
     ``targets`` maps a query name to the checkpoint whose progress log it writes. Each source is
     scanned once per batch (the runner's plan reads its one shuffle twice, not the source), so
@@ -185,6 +192,8 @@ def make_listener(job: str, targets: dict[str, str]):  # -> StreamingQueryListen
             lag = source_lag(progress)
             if lag:  # Kafka sources: records behind the topic's end, per topic and partition
                 progress["lag"] = lag
+            if on_batch is not None:
+                on_batch(progress)
             append_line(progress_path(checkpoint), progress)
 
         def onQueryIdle(self, event: Any) -> None:
