@@ -113,6 +113,7 @@ def test_every_dag_explains_itself(parsed):
         assert dags[dag_id]["max_active_runs"] == 1
         assert dags[dag_id]["tasks"] == [
             "catch_up",
+            "emit_completeness",
             "publish_asset",
             "quality_check",
             "validate_checkpoint",
