@@ -123,6 +123,7 @@ def publish(job: str, staged: str, output: str | None, mode: str, key: str) -> d
         raise UserError(f"cannot publish {job} with mode {mode}: {reason}")
     done = published(spec.output, key)
     if done is not None:
+        _recomplete(spec, staged, key)
         return _skipped(job, spec.output, key, done)
     if not delta_log.exists(staged):
         raise UserError(
@@ -131,7 +132,19 @@ def publish(job: str, staged: str, output: str | None, mode: str, key: str) -> d
     from spark_jobs.runtime.session import build_session
 
     spark = build_session(f"statekeeper-publish-{job}", spec=spec)
-    return publish_rows(spark, job, staged, spec.output, mode, key)
+    result = publish_rows(spark, job, staged, spec.output, mode, key)
+    _recomplete(spec, staged, key)
+    return result
+
+
+def _recomplete(spec: Any, staged: str, key: str) -> None:
+    """The live table's complete partitions this publish changed, for their re-completion
+    events (docs/completeness.md); a publish into another table announces nothing."""
+    from spark_jobs.completeness import record_publish
+    from spark_jobs.contract.spec import load_spec
+
+    if spec.output == load_spec(spec.name).output and delta_log.exists(staged):
+        record_publish(spec, staged, key, _marked_version(spec.output, key))
 
 
 def _skipped(job: str, live: str, key: str, done: dict[str, Any]) -> dict[str, Any]:

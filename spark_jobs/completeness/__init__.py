@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from spark_jobs.contract import completeness as cp
+from spark_jobs.contract import paths
 from spark_jobs.contract.spec import JobSpec
 
 
@@ -57,6 +58,42 @@ def record_batch(spec: JobSpec, settles_after: float, record: dict[str, Any]) ->
         through=through,
         batch_id=int(batch) if batch is not None else None,
         watermark=watermark,
+    )
+
+
+def record_publish(spec: JobSpec, staged: str, key: str, version: int | None) -> cp.Entry | None:
+    """After a backfill's publish into the live table of ``spec``: append the partitions its
+    rows touch that were already announced complete to ``recompletions.jsonl`` (the others are
+    announced when the watermark passes them). Once per publish key, also when run again (a
+    publish killed after its commit is finished by its next try, which skips the commit)."""
+    if cp.ledger_path(spec.checkpoint) is None:
+        return None
+    if any(e.publish_key == key for e in cp.read(spec.checkpoint, paths.RECOMPLETIONS_FILE)):
+        return None
+    done = cp.read(spec.checkpoint)
+    if not done:
+        return None
+    import pyarrow.compute as pc
+    from deltalake import DeltaTable
+
+    from spark_jobs.jobs import definition
+
+    col = definition(spec.name).time_column
+    times = DeltaTable(staged).to_pyarrow_dataset().to_table(columns=[col])[col]
+    bounds = pc.min_max(times)
+    lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+    if lo is None:
+        return None
+    grain = cp.GRAIN_SECONDS[spec.completeness]
+    keys = tuple(
+        k
+        for k in cp.keys_covering(lo.timestamp(), hi.timestamp(), spec.completeness)
+        if cp.key_start(k) + grain <= done[-1].through
+    )
+    if not keys:
+        return None
+    return cp.append(
+        spec.checkpoint, keys, paths.RECOMPLETIONS_FILE, version=version, publish_key=key
     )
 
 

@@ -46,6 +46,7 @@ class Entry:
     batch_id: int | None = None  # the committed batch (completeness.jsonl)
     watermark: float | None = None  # that batch's watermark, epoch seconds
     version: int | None = None  # the Delta version a publish wrote (recompletions.jsonl)
+    publish_key: str | None = None  # that publish's key: one entry per publish
     written_at: float = field(default=0.0, compare=False)
 
 
@@ -123,7 +124,7 @@ def append(
     checkpoint: str,
     keys: tuple[str, ...],
     ledger: str = paths.COMPLETENESS_FILE,
-    **fields: float | int | None,
+    **fields: float | int | str | None,
 ) -> Entry:
     """Add one entry (synced to disk before returning: an entry once seen is never lost)."""
     path = ledger_path(checkpoint, ledger)

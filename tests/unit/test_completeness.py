@@ -117,3 +117,22 @@ def test_completeness_and_freshness_are_typed_spec_fields():
         parse_spec({**raw, "completeness": "weekly"}, "s.yaml")
     with pytest.raises(UserError, match="freshness.max_watermark_lag must be a positive"):
         parse_spec({**raw, "freshness": {"max_watermark_lag": "soon"}}, "s.yaml")
+
+
+def test_a_publish_recompletes_the_complete_hours_it_changed_once_per_key(tmp_path):
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from spark_jobs.contract import paths
+
+    spec = _spec(tmp_path)
+    _batch(spec, GAP, _record(0, "1970-01-01T00:00:00.000Z", _iso("09:05")))
+    _batch(spec, GAP, _record(1, _iso("12:45")))  # 09:00, 10:00, 11:00 complete
+    staged = str(tmp_path / "staged")
+    ends = [datetime(2026, 3, 15, h, 20, tzinfo=UTC) for h in (10, 12)]  # 12:00: not complete
+    write_deltalake(staged, pa.table({"session_end": pa.array(ends, pa.timestamp("us", "UTC"))}))
+    entry = completeness.record_publish(spec, staged, "k1", version=7)
+    assert entry is not None and entry.keys == ("2026-03-15T10:00:00", "2026-03-15T11:00:00")
+    assert entry.version == 7
+    assert completeness.record_publish(spec, staged, "k1", version=7) is None  # a retry
+    assert [e.keys for e in cp.read(spec.checkpoint, paths.RECOMPLETIONS_FILE)] == [entry.keys]
