@@ -22,6 +22,7 @@ from spark_jobs.contract.errors import UserError
 from spark_jobs.contract.spec import JobSpec, list_jobs, load_spec
 from spark_jobs.runtime import lock, progress, progress_tail
 from statekeeper import batch_metrics as bm
+from statekeeper import freshness
 from statekeeper.health import Thresholds, assess
 
 WINDOW = 20  # recent batches the status, the dropped rows and the quarantine rate look at
@@ -287,6 +288,8 @@ def job_row(spec: JobSpec, now: float | None = None) -> dict[str, Any]:
     row.update(quarantine(spec))
     row.update(checkpoint_verdict(spec, now))
     row.update(quality_verdict(spec))
+    row.update(freshness.lags(spec, row.get("watermark"), row.get("lag"), now))
+    row["freshness_breaches"] = freshness.breaches(spec, row)
     return row
 
 
