@@ -113,6 +113,12 @@ HEAD = (
 )
 
 
+def _iso_or_none(t: float | None) -> str | None:
+    from datetime import UTC, datetime
+
+    return None if t is None else datetime.fromtimestamp(t, UTC).isoformat()
+
+
 def _input_lag(lag: dict[str, Any] | None) -> str:
     """The unread input under the watermark lag: files (and the oldest one's age), records."""
     if not lag:
@@ -130,6 +136,16 @@ def overview_row(row: dict[str, Any], base: str, now: float) -> str:
     job = escape(row["job"])
     link = f'<td class=job data-field="job"><a href="{escape(base)}/jobs/{job}">{job}</a>'
     link += f"<div class=sub>{escape(row['mode'])} · {escape(row['trigger'])}</div></td>"
+    if row.get("last_batch_at") is None and row.get("other_runs"):
+        other = row["other_runs"][0]
+        return (
+            f'<tr data-job="{job}">{link}{_status(row)}<td colspan=10 class=empty>'
+            "Its live query has not run yet, but it ran on "
+            f"<code>{escape(other['checkpoint'])}</code>: last batch "
+            f"{when(_iso_or_none(other['last_batch_time']), now)}, watermark lag "
+            f"{seconds(other['watermark_lag_seconds'])}"
+            f" ({len(row['other_runs'])} other run(s)).</td></tr>"
+        )
     if row["status"] == "never_run":
         return (
             f'<tr data-job="{job}">{link}{_status(row)}<td colspan=10 class=empty>'

@@ -22,7 +22,7 @@ from spark_jobs.contract.errors import UserError
 from spark_jobs.contract.spec import JobSpec, list_jobs, load_spec
 from spark_jobs.runtime import lock, progress, progress_tail
 from statekeeper import batch_metrics as bm
-from statekeeper import freshness
+from statekeeper import freshness, job_runs
 from statekeeper.health import Thresholds, assess
 
 WINDOW = 20  # recent batches the status, the dropped rows and the quarantine rate look at
@@ -290,6 +290,12 @@ def job_row(spec: JobSpec, now: float | None = None) -> dict[str, Any]:
     row.update(quality_verdict(spec))
     row.update(freshness.lags(spec, row.get("watermark"), row.get("lag"), now))
     row["freshness_breaches"] = freshness.breaches(spec, row)
+    row["other_runs"] = job_runs.other_runs(spec, now)
+    if st == "never_run" and row["other_runs"]:  # it ran, on a checkpoint of its own
+        row["status"] = "idle"
+        row["reason"] = (
+            f"its live query has not run; it ran on {row['other_runs'][0]['checkpoint']}"
+        )
     return row
 
 
