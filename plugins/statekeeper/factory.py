@@ -233,7 +233,8 @@ def supervisor_dag(job: str, doc_md: str | None = None) -> DAG:
     with DAG(
         dag_id=f"supervise_{job}",
         description=f"Keeps one processing-time query of {job} alive and healthy",
-        doc_md=(doc_md or "") + f"\n\n**Job `{job}`**: {spec.description}\n\n- checkpoint: `{spec.checkpoint}`\n",
+        doc_md=(doc_md or "") + f"\n\n**Job `{job}`**: {spec.description}\n\n- checkpoint: `{spec.checkpoint}`\n"
+        + f"\n**emit_completeness** (after each watch): the asset `statekeeper.{job}.complete`, one event per {spec.completeness} event-time partition the driver completed (docs/completeness.md).\n",
         schedule="*/10 * * * *",
         start_date=START,
         catchup=False,

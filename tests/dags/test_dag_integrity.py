@@ -118,5 +118,6 @@ def test_every_dag_explains_itself(parsed):
             "quality_check",
             "validate_checkpoint",
         ]
+    assert dags["supervise_service_health"]["tasks"] == ["emit_completeness", "supervise"]
     assert dags["catchup_sessions"]["schedule"] == "@hourly"
     assert dags["catchup_service_health"]["schedule"] == "None"  # continuous: supervised instead
