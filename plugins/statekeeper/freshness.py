@@ -56,8 +56,33 @@ def _read_files(checkpoint: str) -> set[str]:
     return out
 
 
-def unread_files(spec: JobSpec) -> list[Path]:
-    """Landing files of the job's local folders that its checkpoint has not read yet."""
+_UNREAD: dict[str, tuple[Any, list[tuple[Path, float]]]] = {}
+
+
+def _signature(spec: JobSpec) -> tuple[Any, ...]:
+    """What the unread files depend on: the landing folders' and the source logs' mtimes (a
+    file added or a batch logged changes its folder's)."""
+    folders = [paths.local_path(u) for u in spec.inputs.values() if not u.startswith("kafka://")]
+    local = paths.local_path(spec.checkpoint)
+    if local is not None and (local / "sources").is_dir():
+        folders += [*(local / "sources").iterdir()]
+    return tuple(f.stat().st_mtime_ns if f is not None and f.exists() else None for f in folders)
+
+
+def unread_files(spec: JobSpec) -> list[tuple[Path, float]]:
+    """(path, mtime) of the landing files of the job's local folders that its checkpoint has not
+    read yet; listed again only when a folder changed (the health API asks on every request;
+    a file added inside a sub-folder of a landing folder is seen at the folder's next change)."""
+    sig = _signature(spec)
+    hit = _UNREAD.get(spec.checkpoint)
+    if hit is not None and hit[0] == sig:
+        return hit[1]
+    found = _unread(spec)
+    _UNREAD[spec.checkpoint] = (sig, found)
+    return found
+
+
+def _unread(spec: JobSpec) -> list[tuple[Path, float]]:
     read = _read_files(spec.checkpoint)
     found = []
     for uri in spec.inputs.values():
@@ -68,7 +93,7 @@ def unread_files(spec: JobSpec) -> list[Path]:
             for n in names:
                 f = Path(dirpath) / n
                 if not n.startswith((".", "_")) and str(f) not in read:
-                    found.append(f)
+                    found.append((f, f.stat().st_mtime))
     return found
 
 
@@ -79,7 +104,7 @@ def input_lag(spec: JobSpec, source_lag: Any, now: float) -> dict[str, Any]:
     if isinstance(source_lag, dict):
         records = sum(int(v.get("behind", 0)) for v in source_lag.values() if isinstance(v, dict))
     files = unread_files(spec)
-    oldest = min((f.stat().st_mtime for f in files), default=None)
+    oldest = min((mtime for _, mtime in files), default=None)
     return {
         "records": records,
         "files": len(files),
