@@ -142,6 +142,7 @@ def publish(
         raise UserError(f"cannot publish {job} with mode {mode}: {reason}")
     done = published(spec.output, key)
     if done is not None:
+        _recomplete(spec, staged, key)
         return _skipped(job, spec.output, key, done)
     if not delta_log.exists(staged):
         raise UserError(
@@ -169,7 +170,9 @@ def publish(
         from spark_jobs.runtime.session import build_session
 
         spark = build_session(f"statekeeper-publish-{job}", spec=spec)
-        return publish_rows(spark, job, staged, spec.output, mode, key)
+        result = publish_rows(spark, job, staged, spec.output, mode, key)
+        _recomplete(spec, staged, key)
+        return result
     finally:
         if lock is not None:
             lock.release()
@@ -202,6 +205,16 @@ def _check_files_unread(staged_ck: str, live_ck: str, job: str, key: str) -> Non
             "runs never read, or use mode replace",
             exit_code=ExitCode.UNSAFE,
         )
+
+
+def _recomplete(spec: Any, staged: str, key: str) -> None:
+    """The live table's complete partitions this publish changed, for their re-completion
+    events (docs/completeness.md); a publish into another table announces nothing."""
+    from spark_jobs.completeness import record_publish
+    from spark_jobs.contract.spec import load_spec
+
+    if spec.output == load_spec(spec.name).output and delta_log.exists(staged):
+        record_publish(spec, staged, key, _marked_version(spec.output, key))
 
 
 def _skipped(job: str, live: str, key: str, done: dict[str, Any]) -> dict[str, Any]:

@@ -12,8 +12,10 @@ from typing import Any
 from airflow.sdk import DAG, Asset, Param
 from airflow.sdk.exceptions import AirflowFailException
 
+from spark_jobs.contract import paths
 from statekeeper import dag_ids
 from statekeeper.backfill import BackfillPlanOperator
+from statekeeper.completeness import CompletenessEventsOperator
 from statekeeper.operators import (
     CheckpointValidateOperator,
     PublishAssetOperator,
@@ -89,6 +91,11 @@ def catchup_dag(job: str, doc_md: str | None = None) -> DAG:
     doc += f"\n\n**Job `{job}`** ({spec.pattern}, {spec.mode}): {spec.description}\n\n"
     doc += f"- input: `{', '.join(spec.inputs.values())}`\n- output: `{spec.output}`\n"
     doc += f"- checkpoint: `{spec.checkpoint}`\n- spec: `include/jobs/{job}.yaml`\n"
+    doc += (
+        f"\n**emit_completeness** (after catch_up): one event of the asset `statekeeper.{job}."
+        f"complete` per {spec.completeness} event-time partition the run completed "
+        "(docs/completeness.md).\n"
+    )
     with DAG(
         dag_id=dag_ids.catchup(job),
         description=f"Catch-up (available-now) run of {job}, then quality, then its Asset",
@@ -142,7 +149,14 @@ def catchup_dag(job: str, doc_md: str | None = None) -> DAG:
             trigger_rule="none_failed",
             doc_md="Signals the table's Asset (with its Delta version) once the run and its checks passed.",
         )
+        complete = CompletenessEventsOperator(
+            task_id="emit_completeness",
+            job=job,
+            overrides=path_overrides(),
+            doc_md="One partitioned event of the job's completeness asset per event-time partition the run completed (docs/completeness.md).",
+        )
         validate >> run >> quality >> publish
+        run >> complete
     return dag
 
 
@@ -203,6 +217,16 @@ def backfill_dag(doc_md: str | None = None) -> DAG:
             doc_md="Makes the staged rows visible in the live table in one Delta commit, holding the live job's lock; `append` is refused when the backfill read a file the live job already read. The key goes to the table's `_statekeeper/backfills/` ledger, so a key already published is a no-op.",
         )  # fmt: skip
         planned >> staged >> check >> publish
+        for job in jobs:  # the asset of each job is its own outlet; the others are skipped
+            recomplete = CompletenessEventsOperator(
+                task_id=f"emit_recompletions_{job}",
+                job=job,
+                ledger=paths.RECOMPLETIONS_FILE,
+                overrides={"output": "{{ params.output or '' }}"},
+                skip_reason=_jinja(f"'' if params.job == '{job}' else 'not this job'"),
+                doc_md="Re-completion events (extra recompletion=true) for the complete partitions the publish changed.",
+            )
+            publish >> recomplete
     return dag
 
 
@@ -215,7 +239,8 @@ def supervisor_dag(job: str, doc_md: str | None = None) -> DAG:
     with DAG(
         dag_id=dag_ids.supervise(job),
         description=f"Keeps one processing-time query of {job} alive and healthy",
-        doc_md=(doc_md or "") + f"\n\n**Job `{job}`**: {spec.description}\n\n- checkpoint: `{spec.checkpoint}`\n",
+        doc_md=(doc_md or "") + f"\n\n**Job `{job}`**: {spec.description}\n\n- checkpoint: `{spec.checkpoint}`\n"
+        + f"\n**emit_completeness** (after each watch): the asset `statekeeper.{job}.complete`, one event per {spec.completeness} event-time partition the driver completed (docs/completeness.md).\n",
         schedule="*/10 * * * *",
         start_date=START,
         catchup=False,
@@ -232,7 +257,7 @@ def supervisor_dag(job: str, doc_md: str | None = None) -> DAG:
             **path_params(),
         },
     ) as dag:  # fmt: skip
-        StreamingSupervisorOperator(
+        supervise = StreamingSupervisorOperator(
             task_id="supervise",
             job=job,
             action="{{ params.action }}",
@@ -243,6 +268,13 @@ def supervisor_dag(job: str, doc_md: str | None = None) -> DAG:
             max_restarts="{{ params.max_restarts }}",
             poll_seconds="{{ params.poll_seconds }}",
             doc_md="Attaches to the running driver or launches one; waits in DriverWatchTrigger.",
+        )
+        supervise >> CompletenessEventsOperator(
+            task_id="emit_completeness",
+            job=job,
+            overrides=path_overrides(),
+            trigger_rule="all_done",  # what the driver completed stays complete if it failed
+            doc_md="Completeness events for what the driver's batches completed during the watch (docs/completeness.md).",
         )
     return dag
 

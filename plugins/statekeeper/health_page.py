@@ -109,15 +109,44 @@ def _page(title: str, base: str, body: str) -> str:
 
 HEAD = (
     "<tr><th class=job>Job</th><th>Status</th><th>Last batch</th><th>Input / processed</th>"
-    "<th>Batch</th><th>State keys</th><th>State memory</th><th>Watermark delay</th>"
+    "<th>Batch</th><th>State keys</th><th>State memory</th><th>Watermark lag</th>"
     "<th>Dropped late</th><th>Quarantine</th><th>Checkpoint</th><th>Quality</th></tr>"
 )
+
+
+def _iso_or_none(t: float | None) -> str | None:
+    from datetime import UTC, datetime
+
+    return None if t is None else datetime.fromtimestamp(t, UTC).isoformat()
+
+
+def _input_lag(lag: dict[str, Any] | None) -> str:
+    """The unread input under the watermark lag: files (and the oldest one's age), records."""
+    if not lag:
+        return ""
+    parts = []
+    if lag.get("files"):
+        parts.append(f"{lag['files']:,} files unread, oldest {seconds(lag['oldest_seconds'])}")
+    if lag.get("records"):
+        parts.append(f"{lag['records']:,} records behind")
+    text = "; ".join(parts) or "input all read"
+    return f"<div class=sub data-field=input_lag>{escape(text)}</div>"
 
 
 def overview_row(row: dict[str, Any], base: str, now: float) -> str:
     job = escape(row["job"])
     link = f'<td class=job data-field="job"><a href="{escape(base)}/jobs/{job}">{job}</a>'
     link += f"<div class=sub>{escape(row['mode'])} · {escape(row['trigger'])}</div></td>"
+    if row.get("last_batch_at") is None and row.get("other_runs"):
+        other = row["other_runs"][0]
+        return (
+            f'<tr data-job="{job}">{link}{_status(row)}<td colspan=10 class=empty>'
+            "Its live query has not run yet, but it ran on "
+            f"<code>{escape(other['checkpoint'])}</code>: last batch "
+            f"{when(_iso_or_none(other['last_batch_time']), now)}, watermark lag "
+            f"{seconds(other['watermark_lag_seconds'])}"
+            f" ({len(row['other_runs'])} other run(s)).</td></tr>"
+        )
     if row["status"] == "never_run":
         return (
             f'<tr data-job="{job}">{link}{_status(row)}<td colspan=10 class=empty>'
@@ -153,10 +182,12 @@ def overview_row(row: dict[str, Any], base: str, now: float) -> str:
         + _cell("state_keys", row["state_keys"], count(row["state_keys"]) + keys_note)
         + _cell("state_memory_bytes", row["state_memory_bytes"], mb(row["state_memory_bytes"]))
         + _cell(
-            "watermark_delay_seconds",
-            row["watermark_delay_seconds"],
-            seconds(row["watermark_delay_seconds"]),
-            f' title="watermark {escape(row["watermark"] or "not set")}"',
+            "watermark_lag_seconds",
+            row.get("watermark_lag_seconds"),
+            seconds(row.get("watermark_lag_seconds")),
+            f' title="now minus the watermark {escape(row["watermark"] or "not set")}; the '
+            f'watermark is {seconds(row["watermark_delay_seconds"])} behind the newest event"',
+            after=_input_lag(row.get("input_lag")),
         )
         + _cell("dropped_by_watermark", row["dropped_by_watermark"], dropped)
         + _cell("quarantined", row["quarantined"], quarantine)

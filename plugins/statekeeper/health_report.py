@@ -22,6 +22,7 @@ from spark_jobs.contract.progress_log import BatchProgress, Follower, ProgressLo
 from spark_jobs.contract.spec import JobSpec, list_jobs, load_spec
 from spark_jobs.runtime import lock, progress
 from statekeeper import batch_metrics as bm
+from statekeeper import freshness, job_runs
 from statekeeper.health import Thresholds, assess
 
 WINDOW = 20  # recent batches the status, the dropped rows and the quarantine rate look at
@@ -294,6 +295,14 @@ def job_row(spec: JobSpec, now: float | None = None) -> dict[str, Any]:
     row.update(quarantine(spec))
     row.update(checkpoint_verdict(spec, now))
     row.update(quality_verdict(spec))
+    row.update(freshness.lags(spec, row.get("watermark"), row.get("lag"), now))
+    row["freshness_breaches"] = freshness.breaches(spec, row)
+    row["other_runs"] = job_runs.other_runs(spec, now)
+    if st == "never_run" and row["other_runs"]:  # it ran, on a checkpoint of its own
+        row["status"] = "idle"
+        row["reason"] = (
+            f"its live query has not run; it ran on {row['other_runs'][0]['checkpoint']}"
+        )
     return row
 
 

@@ -1,4 +1,5 @@
-"""The typed sub-blocks of a job spec: ``supervise:``, ``snapshots:`` and ``quality:``.
+"""The typed sub-blocks of a job spec: ``supervise:``, ``snapshots:``, ``quality:`` and
+``freshness:``.
 
 Every default of these blocks is written here and nowhere else; readers take attributes. A
 duration is given as people write it (``10 minutes``) and held as float seconds. A bad value or
@@ -66,6 +67,15 @@ class Quality(_Block):
     )
     # Rows to validate up to which pandas runs (no JVM started); more go to Spark.
     pandas_max_rows: int = Field(1_000_000, ge=0, description="an integer >= 0")
+
+
+class Freshness(_Block):
+    """Event-time freshness limits; unset: that lag is shown but never alerted on."""
+
+    # now minus the watermark: how far behind event time the job's output is
+    max_watermark_lag: Seconds | None = Field(None, description=_DURATION)
+    # age of the oldest input not yet read (a landing file, a Kafka record behind the end)
+    max_input_lag: Seconds | None = Field(None, description=_DURATION)
 
 
 B = TypeVar("B", bound=_Block)

@@ -25,6 +25,10 @@ QUARANTINE_TABLE = "_quarantine"  # under the job's output
 LANDING_GLOB = "*.json*"
 # The deployment's one event log (Delta): a row per committed batch and per operation.
 EVENTS_TABLE = ".data/tables/_statekeeper_events"
+# Event-time partitions found complete after a committed batch, and those a publish re-wrote
+# (spark_jobs.contract.completeness): the Airflow side emits their asset events.
+COMPLETENESS_FILE = "completeness.jsonl"
+RECOMPLETIONS_FILE = "recompletions.jsonl"
 
 
 def project_root() -> Path:

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from spark_jobs.contract import paths
-from spark_jobs.contract.blocks import Quality, Snapshots, Supervise, parse_block
+from spark_jobs.contract.blocks import Freshness, Quality, Snapshots, Supervise, parse_block
 from spark_jobs.contract.durations import parse_seconds
 from spark_jobs.contract.errors import UserError
 from spark_jobs.contract.kafka import check_cluster, clusters_of, is_kafka
@@ -37,13 +37,15 @@ STATE_STORES = ("rocksdb", "hdfs")
 MODES = ("catch-up", "continuous")
 OUTPUT_MODES = ("append", "update")
 TRIGGER_HELP = "available-now or processing-time:30s"
+# The event-time partitions whose completeness is announced (spark_jobs.contract.completeness).
+COMPLETENESS = ("hourly", "daily")
 
 _KNOWN_KEYS = {
     "name", "description", "pattern", "mode", "schedule", "inputs", "output", "checkpoint",
     "trigger", "watermark", "state_store", "changelog_checkpointing", "shuffle_partitions",
     "min_batches_to_retain", "max_files_per_trigger", "output_mode", "executor", "params",
     "quality", "snapshots", "supervise", "owner", "tags", "max_future", "max_offsets_per_trigger",
-    "kafka_options", "fail_on_data_loss",
+    "kafka_options", "fail_on_data_loss", "completeness", "freshness",
 }  # fmt: skip
 
 
@@ -124,6 +126,8 @@ class JobSpec:
     # The Kafka clusters the spec file's inputs name (contract.kafka.cluster_of): kept through
     # overrides, so a run-time input can be held to them and kafka_options go nowhere else.
     kafka_clusters: tuple[str, ...] = ()
+    completeness: str = COMPLETENESS[0]  # the grain of the completeness events' partitions
+    freshness: Freshness = field(default_factory=Freshness)
 
     @property
     def kinds(self) -> list[str]:
@@ -178,7 +182,7 @@ class JobSpec:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["trigger"] = str(self.trigger)
-        for block in ("quality", "snapshots", "supervise"):
+        for block in ("quality", "snapshots", "supervise", "freshness"):
             d[block] = getattr(self, block).model_dump()
         d["kafka_options"] = masked(self.kafka_options)
         return d
@@ -304,6 +308,8 @@ def parse_spec(raw: dict[str, Any], where: str, default_name: str | None = None)
         kafka_options={str(k): str(v) for k, v in kafka_options.items()},
         fail_on_data_loss=bool(raw.get("fail_on_data_loss", True)),
         kafka_clusters=clusters_of(resolved.values()),
+        completeness=choice("completeness", COMPLETENESS, COMPLETENESS[0]),
+        freshness=parse_block(Freshness, raw.get("freshness"), "freshness", where),
     )
 
 

@@ -99,6 +99,10 @@ class JobDef:
     # partitions the parsed lines on them (spark_jobs.io.events.shared), so the operator adds no
     # shuffle of its own. A wrong or missing one costs a second shuffle, never a wrong row.
     shuffle_keys: Callable[[Any], Mapping[str, list[Any]]] | None = None
+    # spec -> event-time seconds the watermark must pass a row's ``time_column`` by before that
+    # row is written (a session's gap, an unpaid order's payment window): the completeness rule
+    # (spark_jobs.contract.completeness). 0: a row is written once the watermark reaches it.
+    settles_after: Callable[[Any], float] = lambda spec: 0.0
 
     def __post_init__(self) -> None:
         cols = set(self.columns)

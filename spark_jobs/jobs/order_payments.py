@@ -57,5 +57,6 @@ JOB = JobDef(
     time_column="order_time",
     build=build,
     shuffle_keys=grouped_by({"orders": "order_id", "payments": "order_id"}),
+    settles_after=lambda spec: Params.of(spec).payment_within,
     params=Params,
 )

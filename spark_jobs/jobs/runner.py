@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from spark_jobs import eventlog
+from spark_jobs import completeness, eventlog
 from spark_jobs.contract import delta, paths
 from spark_jobs.contract.errors import ExitCode, JobFailed, UserError
 from spark_jobs.contract.progress_log import BatchProgress, ProgressLog, ProgressRecord
@@ -224,7 +224,7 @@ def run_job(
         # Version at start, read from the log's file names: the summary reads only new commits.
         before = {uri: delta.version(uri) for uri in (spec.output, spec.quarantine)}
         targets = {qname: spec.checkpoint}
-        listener = progress.make_listener(spec.name, targets)
+        listener = progress.make_listener(spec.name, targets, completeness.recorder(spec))
         spark.streams.addListener(listener)
         queries: list[Any] = []
         stop_signal: list[int] = []

@@ -86,6 +86,7 @@ JOB = JobDef(
     time_column="last_seen",
     build=build,
     shuffle_keys=grouped_by({"service-logs": "service"}),
+    settles_after=lambda spec: Params.of(spec).stale_after,
     params=Params,
     state_schema=STATE,
     state_format="ordered-v1",  # state written before ordered mode is refused, not misread

@@ -141,8 +141,15 @@ def iter_progress(checkpoint: str) -> Iterator[dict[str, Any]]:
     return (r.raw for r in ProgressLog(checkpoint).forwards())
 
 
-def make_listener(job: str, targets: dict[str, str]):  # -> StreamingQueryListener
+def make_listener(
+    job: str,
+    targets: dict[str, str],
+    on_batch: Callable[[dict[str, Any]], None] | None = None,
+):  # -> StreamingQueryListener
     """A listener writing each progress of the named queries to its progress file.
+
+    ``on_batch`` sees each record first (spark_jobs.completeness): whoever finds the batch's
+    progress line can count on what the hook wrote for it.
 
     ``targets`` maps a query name to the checkpoint whose progress log it writes. Each source is
     scanned once per batch (the runner's plan reads its one shuffle twice, not the source), so
@@ -171,6 +178,8 @@ def make_listener(job: str, targets: dict[str, str]):  # -> StreamingQueryListen
             lag = source_lag(progress)
             if lag:  # Kafka sources: records behind the topic's end, per topic and partition
                 progress["lag"] = lag
+            if on_batch is not None:
+                on_batch(progress)
             append_line(progress_path(checkpoint), progress)
             for call in ON_BATCH:
                 call(checkpoint, progress)

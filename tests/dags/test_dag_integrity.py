@@ -120,10 +120,12 @@ def test_every_dag_explains_itself(parsed):
         assert dags[dag_id]["max_active_runs"] == 1
         assert dags[dag_id]["tasks"] == [
             "catch_up",
+            "emit_completeness",
             "publish_asset",
             "quality_check",
             "validate_checkpoint",
         ]
+    assert dags["supervise_service_health"]["tasks"] == ["emit_completeness", "supervise"]
     assert dags["catchup_sessions"]["schedule"] == "@hourly"
     assert dags["catchup_service_health"]["schedule"] == "None"  # continuous: supervised instead
 
@@ -147,7 +149,7 @@ def test_a_new_spec_gets_its_dags_and_a_broken_one_hides_no_other(tmp_path):
     assert dags["catchup_sessions_eu"]["file"] == "catchup.py"
     assert "sessions_eu" in dags["catchup_sessions_eu"]["doc_md"]
     assert "supervise_sessions_eu" in dags["catchup_sessions_eu"]["doc_md"]  # the continuous note
-    assert dags["supervise_sessions_eu"]["tasks"] == ["supervise"]
+    assert dags["supervise_sessions_eu"]["tasks"] == ["emit_completeness", "supervise"]
     for broken in ("catchup_broken", "supervise_sessions_us"):
         assert dags[broken]["tasks"] == ["spec_error"], broken
         assert "cannot be built" in dags[broken]["doc_md"]

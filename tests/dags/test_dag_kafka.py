@@ -43,6 +43,8 @@ def test_catch_up_dag_reads_a_kafka_topic(airflow_home, tmp_path, kafka_broker, 
     )  # fmt: skip
 
     assert run["state"] == "success", run
+    # emit_completeness is skipped when the run completed no event-time hour
+    assert run["tasks"].pop("emit_completeness") in ("success", "skipped"), run["tasks"]
     assert set(run["tasks"].values()) == {"success"}, run["tasks"]
     assert run["returns"]["publish_asset"]["version"] is not None
     records = read_progress(str(data / "checkpoints" / JOB))

@@ -49,6 +49,8 @@ def test_catch_up_writes_then_changes_nothing_and_bad_backfills_stop_early(airfl
 
     # 1. the catch-up run: every task succeeded, the table and its quarantine exist
     assert first["state"] == "success", first
+    # emit_completeness is skipped when the run completed no event-time hour
+    assert first["tasks"].pop("emit_completeness") in ("success", "skipped"), first["tasks"]
     assert set(first["tasks"].values()) == {"success"}, first["tasks"]
     v1 = first["returns"]["publish_asset"]["version"]
     assert v1 is not None and v1 >= 0 and (table / "_delta_log").is_dir()
@@ -92,6 +94,11 @@ def test_backfill_publishes_once_and_an_identical_one_changes_nothing(airflow_ho
     assert live["state"] == "success", live
     before = live["returns"]["publish_asset"]["version"]
     assert first["state"] == "success", first
+    # the re-completion events: the job's own emitter (skipped when the publish changed no
+    # complete hour), every other job's skipped
+    emits = {t: first["tasks"].pop(t) for t in list(first["tasks"]) if t.startswith("emit_")}
+    assert emits.pop(f"emit_recompletions_{JOB}") in ("success", "skipped"), emits
+    assert set(emits.values()) == {"skipped"}, emits
     assert set(first["tasks"].values()) == {"success"}, first["tasks"]
     plan = first["returns"]["plan"]
     assert plan["live_table"] == str(table) and plan["published_in_version"] is None
