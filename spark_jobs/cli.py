@@ -19,6 +19,7 @@ SUBCOMMAND_MODULES = (
     "spark_jobs.quality.cli",
     "spark_jobs.publish",
     "spark_jobs.kafka.cli",
+    "spark_jobs.tables.cli",
 )
 
 

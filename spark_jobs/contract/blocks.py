@@ -1,4 +1,4 @@
-"""The typed sub-blocks of a job spec: ``supervise:``, ``snapshots:`` and ``quality:``.
+"""The typed sub-blocks of a job spec: ``supervise:``, ``snapshots:``, ``quality:`` and ``tables:``.
 
 Every default of these blocks is written here and nowhere else; readers take attributes. A
 duration is given as people write it (``10 minutes``) and held as float seconds. A bad value or
@@ -66,6 +66,16 @@ class Quality(_Block):
     )
     # Rows to validate up to which pandas runs (no JVM started); more go to Spark.
     pandas_max_rows: int = Field(1_000_000, ge=0, description="an integer >= 0")
+
+
+class Tables(_Block):
+    """How ``table maintain`` (and its ``table_maintenance_<job>`` DAG) cares for the job's
+    output and quarantine tables (docs/tables.md)."""
+
+    schedule: str = Field("@daily", min_length=1, description="an Airflow schedule such as @daily")
+    # VACUUM keeps files removed less than this long ago; never shorter than the oldest snapshot
+    # needs. Also the tables' delta.deletedFileRetentionDuration, so a hand-written VACUUM keeps it.
+    retention: Seconds = 7 * 86400.0
 
 
 B = TypeVar("B", bound=_Block)

@@ -18,6 +18,7 @@ PROGRESS_FILE = "progress.jsonl"
 LOCK_FILE = "lock"
 BINDING_FILE = "job.json"
 PENDING_FILE = "pending.json"  # a restore or rollback that has put tables back, not yet done
+MAINTENANCE_FILE = "maintenance.json"  # the last `table maintain` report of the job's tables
 QUARANTINE_CHECKPOINT = "quarantine"  # the quarantine query's own checkpoint, under _statekeeper/
 QUARANTINE_TABLE = "_quarantine"  # under the job's output
 

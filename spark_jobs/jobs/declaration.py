@@ -99,10 +99,14 @@ class JobDef:
     # partitions the parsed lines on them (spark_jobs.io.events.shared), so the operator adds no
     # shuffle of its own. A wrong or missing one costs a second shuffle, never a wrong row.
     shuffle_keys: Callable[[Any], Mapping[str, list[Any]]] | None = None
+    # Columns readers filter the output by: ``table maintain`` Z-orders the output on them
+    # instead of bin-packing only (docs/tables.md); empty: bin-packing.
+    cluster_by: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         cols = set(self.columns)
-        wrong = [c for c in (*self.keys, self.time_column, *self.additive) if c not in cols]
+        named = (*self.keys, self.time_column, *self.additive, *self.cluster_by)
+        wrong = [c for c in named if c not in cols]
         if wrong:
             raise ValueError(f"job {self.name}: {', '.join(wrong)} not in its schema")
         if self.sink not in SINKS:
