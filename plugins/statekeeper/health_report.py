@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from spark_jobs.contract import delta, paths
+from spark_jobs.contract import delta, maintenance, paths
 from spark_jobs.contract.errors import UserError
 from spark_jobs.contract.spec import JobSpec, list_jobs, load_spec
 from spark_jobs.runtime import lock, progress, progress_tail
@@ -256,6 +256,25 @@ def _last_quality(table: str) -> dict[str, Any]:
     }
 
 
+def table_care(spec: JobSpec) -> dict[str, Any]:
+    """Live files and their average size of the output and the quarantine (a ``deltalake``
+    snapshot read, again only after a new commit), and when ``table maintain`` last finished."""
+    out: dict[str, Any] = {}
+    for role, table in (("table", spec.output), ("quarantine", spec.quarantine)):
+        log = paths.local_path(delta.log_uri(table))
+        stats = None
+        if log is not None:  # a remote table's log is not read here (see _newest_local_commits)
+            stats = _memoised("files", table, _stat(log), lambda t=table: delta.live_files(t))
+        out[f"{role}_files"] = stats.files if stats else None
+        out[f"{role}_average_file_bytes"] = stats.average_bytes if stats else None
+    path = paths.local_path(maintenance.location(spec.checkpoint))
+    last = _memoised(
+        "maintenance", spec.checkpoint, _stat(path), lambda: maintenance.read(spec.checkpoint)
+    )
+    out["last_maintenance_at"] = last.finished if last else None
+    return out
+
+
 def _iso(t: float | None) -> str | None:
     if t is None:
         return None
@@ -287,6 +306,7 @@ def job_row(spec: JobSpec, now: float | None = None) -> dict[str, Any]:
     row.update(quarantine(spec))
     row.update(checkpoint_verdict(spec, now))
     row.update(quality_verdict(spec))
+    row.update(table_care(spec))
     return row
 
 
