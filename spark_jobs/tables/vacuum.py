@@ -46,6 +46,13 @@ def data_files(table: str) -> dict[str, int]:
     return out
 
 
+def _plain(path: str) -> str:
+    """A path as Delta's VACUUM lists it (``file:/tmp/t/part-0.parquet``) as a local one."""
+    if path.startswith("file:"):
+        path = "/" + path[len("file:") :].lstrip("/")
+    return path
+
+
 def vacuum(spark: Any, table: str, retention_hours: float, dry_run: bool = False) -> Vacuum:
     """VACUUM ``table`` keeping ``retention_hours``; with ``dry_run`` only count what would go."""
     started = time.perf_counter()
@@ -67,8 +74,8 @@ def _vacuum(
     before = data_files(table)
     if dry_run:
         rows = spark.sql(f"VACUUM delta.`{table}` RETAIN {hours:.9f} HOURS DRY RUN").collect()
-        doomed = [paths.local_path(r[0]) or r[0] for r in rows]
-        sizes = [before.get(str(p), 0) for p in doomed]
+        doomed = [_plain(r[0]) for r in rows]
+        sizes = [before.get(p, 0) for p in doomed]
         return Vacuum(hours, len(doomed), sum(sizes), True, round(time.perf_counter() - started, 3))
     from delta.tables import DeltaTable
 
