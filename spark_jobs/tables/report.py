@@ -50,7 +50,7 @@ def text(report: dict[str, Any]) -> str:
             )
         r, v = t["retention"], t["vacuum"]
         lines.append(
-            f"  vacuum:     {would}delete {v['files_deleted']} files ({size(v['bytes_deleted'])})"
+            f"  vacuum:     {'would delete' if would else 'deleted'} {v['files_deleted']} files ({size(v['bytes_deleted'])})"
             f" removed over {r['seconds'] / 3600:.2f} h ago (longest floor: {r['because']}"
             f"{', snapshot ' + r['oldest_snapshot'] if r['oldest_snapshot'] else ''})"
             f" ({v['seconds']:.1f} s)"
