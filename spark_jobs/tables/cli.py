@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 from spark_jobs.contract.errors import UserError
@@ -22,9 +26,25 @@ def cmd_maintain(args: argparse.Namespace) -> int:
     if roots.normalise(output) == roots.normalise(target.checkpoint):
         raise UserError(f"--output {output} is the checkpoint; name the job's Delta table")
     job = Job(target.spec, target.checkpoint, target.snapshot_root, output)
-    report = maintain(job, dry_run=args.dry_run)
+    with _jvm_output_to_stderr():
+        report = maintain(job, dry_run=args.dry_run)
     print(json.dumps(report, default=str) if args.json else text(report))
     return 0
+
+
+@contextlib.contextmanager
+def _jvm_output_to_stderr() -> Iterator[None]:
+    """Stdout is the report's alone: Delta's VACUUM prints a line of its own on the JVM's stdout,
+    which the JVM inherits from this process when it starts, so it starts with fd 1 on stderr."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def register(subparsers: Any) -> None:
