@@ -106,7 +106,16 @@ def maintain_table(
     out["before"] = _stats(table)
     started = time.perf_counter()
     props = _properties(spark, table)
-    to_set, to_unset = plan.settings_changes(props, job.spec.tables.retention)
+    snaps = manifests.list_snapshots(job.snapshot_root)
+    need = plan.retention(
+        job.spec.tables.retention,
+        snaps,
+        plan.interval_seconds(props.get(tables.RETENTION_PROPERTY)),
+        job.spec.snapshots.recovery_window,
+    )
+    out["retention"] = need.to_dict()
+    # the retention becomes the table's own: Delta's time travel (restore) is allowed that far
+    to_set, to_unset = plan.settings_changes(props, need.seconds)
     if not dry_run and (to_set or to_unset):
         _apply_settings(spark, table, to_set, to_unset)
         props = _properties(spark, table)
@@ -116,14 +125,6 @@ def maintain_table(
         "dry_run": dry_run,
         "seconds": round(time.perf_counter() - started, 3),
     }
-    snaps = manifests.list_snapshots(job.snapshot_root)
-    need = plan.retention(
-        job.spec.tables.retention,
-        snaps,
-        plan.interval_seconds(props.get(tables.RETENTION_PROPERTY)),
-        job.spec.snapshots.recovery_window,
-    )
-    out["retention"] = need.to_dict()
     warning = plan.log_retention_warning(props, need)
     if warning:
         out["warnings"].append(warning)

@@ -23,6 +23,10 @@ from spark_jobs.contract import table_settings as tables
 DELTA_DEFAULT_RETENTION = 7 * 86400.0
 # Clocks of the writer (tombstone times) and of this host may differ by this much.
 CLOCK_SLACK = 60.0
+# Delta refuses to time-travel (so to RESTORE) further back than the table's
+# delta.deletedFileRetentionDuration, and the oldest snapshot keeps ageing after a maintenance:
+# its floor covers it until the next (daily by default) maintenance raises it again.
+RESTORE_GRACE = 86400.0
 _UNITS = {
     "second": 1, "seconds": 1, "minute": 60, "minutes": 60, "hour": 3600, "hours": 3600,
     "day": 86400, "days": 86400, "week": 604800, "weeks": 604800,
@@ -79,7 +83,9 @@ def retention(
 ) -> Retention:
     """The longest of: the spec's ``tables.retention``; Delta's minimum (the table's
     ``delta.deletedFileRetentionDuration``, Delta's default when unset); the snapshots policy's
-    ``recovery_window``; and the age of the oldest snapshot kept (plus clock slack)."""
+    ``recovery_window``; and the age of the oldest snapshot kept (plus clock slack and
+    :data:`RESTORE_GRACE`). It becomes the table's ``delta.deletedFileRetentionDuration``, so
+    Delta's own time-travel guard lets the restore through, and a hand-written VACUUM keeps it."""
     now = time.time() if now is None else now
     floors = {
         "tables.retention": float(spec_retention),
@@ -89,17 +95,29 @@ def retention(
         floors["snapshots.recovery_window"] = float(recovery_window)
     oldest = min(snapshots, key=snapshot_time, default=None)
     if oldest is not None:
-        floors["oldest_snapshot"] = max(0.0, now - snapshot_time(oldest)) + CLOCK_SLACK
+        age = max(0.0, now - snapshot_time(oldest))
+        floors["oldest_snapshot"] = age + CLOCK_SLACK + RESTORE_GRACE
     return Retention(
-        max(floors.values()), floors, str(oldest.get("id")) if oldest is not None else None
+        rounded(max(floors.values())), floors, str(oldest.get("id")) if oldest is not None else None
     )
 
 
+def rounded(seconds: float) -> float:
+    """Whole days past a day (the table property then changes rarely), whole seconds below."""
+    if seconds > 86400.0:
+        return float(-(-seconds // 86400.0) * 86400.0)
+    return float(-(-seconds // 1.0))
+
+
 def settings_changes(
-    current: Mapping[str, str], spec_retention: float
+    current: Mapping[str, str], retention_seconds: float
 ) -> tuple[dict[str, str], list[str]]:
-    """(properties to set, properties to unset) so the table has ``tables.table_properties``."""
-    wanted = tables.table_properties(spec_retention)
+    """(properties to set, properties to unset) so the table has ``tables.table_properties``
+    with this retention (and a log retention no shorter: Delta refuses a VACUUM otherwise)."""
+    wanted = tables.table_properties(retention_seconds)
+    log_s = interval_seconds(current.get(LOG_RETENTION)) or interval_seconds(wanted[LOG_RETENTION])
+    if log_s is not None and log_s < retention_seconds:
+        wanted[LOG_RETENTION] = tables.interval(retention_seconds)
     to_set = {}
     for key, value in wanted.items():
         have = current.get(key)
@@ -110,6 +128,9 @@ def settings_changes(
             to_set[key] = value
     to_unset = [k for k in tables.FORBIDDEN_PROPERTIES if k in current]
     return to_set, to_unset
+
+
+LOG_RETENTION = "delta.logRetentionDuration"
 
 
 def log_retention_warning(props: Mapping[str, str], need: Retention) -> str | None:

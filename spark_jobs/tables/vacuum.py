@@ -69,21 +69,24 @@ def vacuum(spark: Any, table: str, retention_hours: float, dry_run: bool = False
 def _vacuum(
     spark: Any, table: str, retention_hours: float, dry_run: bool, started: float
 ) -> Vacuum:
-    # Whole microseconds of an hour, rounded up: never a hair shorter than planned.
-    hours = -(-round(retention_hours * 3_600_000_000) // 1) / 3_600_000_000
+    # Delta rounds a VACUUM's RETAIN to the nearest whole hour (down, too): a dry run lists with
+    # whole hours rounded up; the real one names none and gets the table's own
+    # delta.deletedFileRetentionDuration, which maintenance has just set to this retention.
+    hours = float(-(-retention_hours // 1))
     before = data_files(table)
     if dry_run:
         rows = spark.sql(f"VACUUM delta.`{table}` RETAIN {hours:.9f} HOURS DRY RUN").collect()
         doomed = [_plain(r[0]) for r in rows]
         sizes = [before.get(p, 0) for p in doomed]
-        return Vacuum(hours, len(doomed), sum(sizes), True, round(time.perf_counter() - started, 3))
+        took = round(time.perf_counter() - started, 3)
+        return Vacuum(retention_hours, len(doomed), sum(sizes), True, took)
     from delta.tables import DeltaTable
 
-    DeltaTable.forPath(spark, table).vacuum(hours)
+    DeltaTable.forPath(spark, table).vacuum()
     after = data_files(table)
     gone = [p for p in before if p not in after]
     return Vacuum(
-        hours,
+        retention_hours,
         len(gone),
         sum(before[p] for p in gone),
         False,
