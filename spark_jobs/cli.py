@@ -20,6 +20,7 @@ SUBCOMMAND_MODULES = (
     "spark_jobs.publish",
     "spark_jobs.kafka.cli",
     "spark_jobs.eventlog.cli",
+    "spark_jobs.tables.cli",
 )
 
 

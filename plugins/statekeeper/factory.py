@@ -409,3 +409,38 @@ def broken_spec_dag(dag_id: str, reason: str) -> DAG:
     ) as dag:
         PythonOperator(task_id="spec_error", python_callable=_refuse, op_args=[reason])
     return dag
+
+
+def table_maintenance_dag(job: str, doc_md: str | None = None) -> DAG:
+    """``table_maintenance_<job>`` on the spec's ``tables.schedule``: compaction and a
+    restore-safe VACUUM of the job's output and quarantine, through the command line."""
+    from spark_jobs.contract.spec import load_spec
+
+    spec = load_spec(job)
+    with DAG(
+        dag_id=f"table_maintenance_{spec.name}",
+        description=f"Compact and vacuum the Delta tables of {spec.name}",
+        doc_md=doc_md,
+        schedule=spec.tables.schedule,
+        start_date=START,
+        catchup=False,
+        max_active_runs=1,
+        default_args=default_args(spec.owner, retries=1),
+        tags=["statekeeper", "tables", "maintenance", *spec.tags],
+        params={
+            "dry_run": Param(
+                False,
+                type="boolean",
+                description="Only report what maintenance would compact and delete.",
+            ),
+        },
+    ) as dag:
+        SparkJobsCliOperator(
+            task_id="maintain",
+            arguments=[
+                "table", "maintain", spec.name, "--json",
+                "{{ '--dry-run' if params.dry_run else '' }}",
+            ],
+            doc_md="`python -m spark_jobs table maintain JOB --json`; safe beside the running job.",
+        )  # fmt: skip
+    return dag

@@ -110,7 +110,7 @@ def _page(title: str, base: str, body: str) -> str:
 HEAD = (
     "<tr><th class=job>Job</th><th>Status</th><th>Last batch</th><th>Input / processed</th>"
     "<th>Batch</th><th>State keys</th><th>State memory</th><th>Watermark lag</th>"
-    "<th>Dropped late</th><th>Quarantine</th><th>Checkpoint</th><th>Quality</th></tr>"
+    "<th>Dropped late</th><th>Quarantine</th><th>Checkpoint</th><th>Quality</th><th>Tables</th></tr>"
 )
 
 
@@ -149,7 +149,7 @@ def overview_row(row: dict[str, Any], base: str, now: float) -> str:
         )
     if row["status"] == "never_run":
         return (
-            f'<tr data-job="{job}">{link}{_status(row)}<td colspan=10 class=empty>'
+            f'<tr data-job="{job}">{link}{_status(row)}<td colspan=11 class=empty>'
             f"No batches yet: this job has never run. Its catch-up DAG <code>catchup_{job}</code> "
             "(or <code>python -m spark_jobs run " + job + "</code>) starts it.</td></tr>"
         )
@@ -202,8 +202,25 @@ def overview_row(row: dict[str, Any], base: str, now: float) -> str:
             f"{row.get('quality_failed', 0)} of {row.get('quality_checks', 0)} checks not passed, "
             f"run {row.get('quality_run_at') or 'never'}",
         )
+        + _tables_cell(row, now)
         + "</tr>"
     )
+
+
+def _tables_cell(row: dict[str, Any], now: float) -> str:
+    """Output files and their average size; below, the quarantine's and the last maintenance."""
+
+    def files(role: str, name: str) -> str:
+        n = row.get(f"{role}_files")
+        if n is None:
+            return f"{name}: no table"
+        avg = row.get(f"{role}_average_file_bytes") or 0
+        return f"{name} {n:,} files, avg {avg / 1024:,.0f} KiB"
+
+    done = row.get("last_maintenance_at")
+    subs = (files("quarantine", "quarantine"), f"maintained {when(done, now) if done else 'never'}")
+    after = "".join(f"<div class=sub>{escape(t)}</div>" for t in subs)
+    return _cell("table_files", row.get("table_files"), files("table", "output"), after=after)
 
 
 def overview(rows: list[dict[str, Any]], base: str = "", now: float | None = None) -> str:

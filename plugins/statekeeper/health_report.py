@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from spark_jobs.contract import delta, events, paths
+from spark_jobs.contract import delta, events, maintenance, paths
 from spark_jobs.contract.errors import UserError
 from spark_jobs.contract.progress_log import BatchProgress, Follower, ProgressLog, ProgressRecord
 from spark_jobs.contract.spec import JobSpec, list_jobs, load_spec
@@ -264,6 +264,25 @@ def _last_quality(table: str) -> dict[str, Any]:
     }
 
 
+def table_care(spec: JobSpec) -> dict[str, Any]:
+    """Live files and their average size of the output and the quarantine (a ``deltalake``
+    snapshot read, again only after a new commit), and when ``table maintain`` last finished."""
+    out: dict[str, Any] = {}
+    for role, table in (("table", spec.output), ("quarantine", spec.quarantine)):
+        log = paths.local_path(delta.log_uri(table))
+        stats = None
+        if log is not None:  # a remote table's log is not read here (see _newest_local_commits)
+            stats = _memoised("files", table, _stat(log), lambda t=table: delta.live_files(t))
+        out[f"{role}_files"] = stats.files if stats else None
+        out[f"{role}_average_file_bytes"] = stats.average_bytes if stats else None
+    path = paths.local_path(maintenance.location(spec.checkpoint))
+    last = _memoised(
+        "maintenance", spec.checkpoint, _stat(path), lambda: maintenance.read(spec.checkpoint)
+    )
+    out["last_maintenance_at"] = last.finished if last else None
+    return out
+
+
 def _iso(t: float | None) -> str | None:
     if t is None:
         return None
@@ -303,6 +322,7 @@ def job_row(spec: JobSpec, now: float | None = None) -> dict[str, Any]:
         row["reason"] = (
             f"its live query has not run; it ran on {row['other_runs'][0]['checkpoint']}"
         )
+    row.update(table_care(spec))
     return row
 
 

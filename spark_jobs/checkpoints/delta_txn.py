@@ -45,7 +45,7 @@ def version_before_batch(table: str, query_id: str, batch: int) -> tuple[int | N
             "(the re-run writes it anew) and run the command again"
         )
     later = [c for c in log.commits if c.version > target]
-    foreign = [i for i, c in enumerate(later) if not any(a in c.txns for a in apps)]
+    foreign = [i for i, c in enumerate(later) if not _ours_or_care(c, apps)]
     if foreign:
         rest = later[foreign[0] :]
         if all(c.operation == "RESTORE" and _restored_to(c) == target for c in rest):
@@ -57,6 +57,14 @@ def version_before_batch(table: str, query_id: str, batch: int) -> tuple[int | N
             "restore with --keep-tables and follow docs/checkpoints.md by hand"
         )
     return target, log
+
+
+def _ours_or_care(c: delta.Commit, apps: tuple[str, ...]) -> bool:
+    """A commit of this query, or table care that left the rows alone (``table maintain``'s
+    compaction, VACUUM, property changes): going back to before it undoes nothing of anyone's."""
+    if any(a in c.txns for a in apps):
+        return True
+    return c.operation in delta.MAINTENANCE_OPERATIONS and not c.changes_rows
 
 
 def _restored_to(c: delta.Commit) -> int | None:

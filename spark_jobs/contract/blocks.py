@@ -1,5 +1,5 @@
-"""The typed sub-blocks of a job spec: ``supervise:``, ``snapshots:``, ``quality:`` and
-``freshness:``.
+"""The typed sub-blocks of a job spec: ``supervise:``, ``snapshots:``, ``quality:``,
+``freshness:`` and ``tables:``.
 
 Every default of these blocks is written here and nowhere else; readers take attributes. A
 duration is given as people write it (``10 minutes``) and held as float seconds. A bad value or
@@ -76,6 +76,16 @@ class Freshness(_Block):
     max_watermark_lag: Seconds | None = Field(None, description=_DURATION)
     # age of the oldest input not yet read (a landing file, a Kafka record behind the end)
     max_input_lag: Seconds | None = Field(None, description=_DURATION)
+
+
+class Tables(_Block):
+    """How ``table maintain`` (and its ``table_maintenance_<job>`` DAG) cares for the job's
+    output and quarantine tables (docs/tables.md)."""
+
+    schedule: str = Field("@daily", min_length=1, description="an Airflow schedule such as @daily")
+    # VACUUM keeps files removed less than this long ago; never shorter than the oldest snapshot
+    # needs. Also the tables' delta.deletedFileRetentionDuration, so a hand-written VACUUM keeps it.
+    retention: Seconds = 7 * 86400.0
 
 
 B = TypeVar("B", bound=_Block)

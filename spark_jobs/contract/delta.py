@@ -33,6 +33,12 @@ _COMMIT = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(?:\.[^/]+)?\.(parquet|json)$")
 
 
+# Operations of table care (``table maintain``, a hand-written VACUUM or property change): they
+# leave the rows as they were (``Commit.changes_rows`` checks each commit's actions).
+PROPERTY_OPERATIONS = ("SET TBLPROPERTIES", "UNSET TBLPROPERTIES")
+MAINTENANCE_OPERATIONS = ("OPTIMIZE", "VACUUM START", "VACUUM END", *PROPERTY_OPERATIONS)
+
+
 def log_uri(table: str) -> str:
     """The table's ``_delta_log`` folder."""
     return paths.join(table, LOG_DIR)
@@ -158,6 +164,22 @@ class Commit:
         m = self.metrics
         keys = ("numOutputRows", "numTargetRowsInserted", "numTargetRowsUpdated")
         return sum(int(m.get(k) or 0) for k in keys)
+
+    @cached_property
+    def changes_rows(self) -> bool:
+        """Whether this commit changed the table's rows or schema: an ``add``, ``remove`` or
+        ``cdc`` with ``dataChange``, or a ``metaData`` other than a table-property change. A
+        compaction, a VACUUM's START/END and a property change do not: going back to before
+        them gives the same rows."""
+        for a in self.actions:
+            for kind in ("add", "remove"):
+                if kind in a and a[kind].get("dataChange", True):
+                    return True
+            if "cdc" in a or "protocol" in a:
+                return True
+            if "metaData" in a and self.operation not in PROPERTY_OPERATIONS:
+                return True
+        return False
 
     def added(self) -> list[dict[str, Any]]:
         """The ``add`` actions that changed data (not a compaction's rewrites)."""
@@ -302,3 +324,31 @@ def _checkpoint_txns(fs: Any, path: str) -> list[tuple[str, int]]:
             return []
         col = pf.read(columns=["txn"]).column("txn").to_pylist()
     return [(str(t["appId"]), int(t["version"])) for t in col if t and t.get("appId") is not None]
+
+
+# -- table size ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FileStats:
+    """The data files of a table's latest version (what a reader opens)."""
+
+    files: int
+    bytes: int
+
+    @property
+    def average_bytes(self) -> int:
+        return self.bytes // self.files if self.files else 0
+
+    def to_dict(self) -> dict[str, int]:
+        return {"files": self.files, "bytes": self.bytes, "average_bytes": self.average_bytes}
+
+
+def live_files(table: str) -> FileStats | None:
+    """Files and bytes of the latest version, read with ``deltalake`` (a snapshot replay: the
+    log's last checkpoint and the commits after it); None when there is no table."""
+    if not exists(table):
+        return None
+    from deltalake import DeltaTable
+
+    adds = DeltaTable(table).get_add_actions(flatten=True)
+    sizes = [int(s) for s in adds.column("size_bytes").to_pylist()] if adds.num_rows else []
+    return FileStats(len(sizes), int(sum(sizes)))

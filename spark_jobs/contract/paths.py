@@ -18,6 +18,7 @@ PROGRESS_FILE = "progress.jsonl"
 LOCK_FILE = "lock"
 BINDING_FILE = "job.json"
 PENDING_FILE = "pending.json"  # a restore, rollback or repartition cut short: runs refuse
+MAINTENANCE_FILE = "maintenance.json"  # the last `table maintain` report of the job's tables
 QUARANTINE_CHECKPOINT = "quarantine"  # the quarantine query's own checkpoint, under _statekeeper/
 QUARANTINE_TABLE = "_quarantine"  # under the job's output
 # Landing files the file source picks up; generate writes hidden temp files and renames them into

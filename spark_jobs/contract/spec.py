@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from spark_jobs.contract import paths
-from spark_jobs.contract.blocks import Freshness, Quality, Snapshots, Supervise, parse_block
+from spark_jobs.contract.blocks import Freshness, Quality, Snapshots, Supervise, Tables, parse_block
 from spark_jobs.contract.durations import parse_seconds
 from spark_jobs.contract.errors import UserError
 from spark_jobs.contract.kafka import check_cluster, clusters_of, is_kafka
@@ -45,7 +45,7 @@ _KNOWN_KEYS = {
     "trigger", "watermark", "state_store", "changelog_checkpointing", "shuffle_partitions",
     "min_batches_to_retain", "max_files_per_trigger", "output_mode", "executor", "params",
     "quality", "snapshots", "supervise", "owner", "tags", "max_future", "max_offsets_per_trigger",
-    "kafka_options", "fail_on_data_loss", "completeness", "freshness",
+    "kafka_options", "fail_on_data_loss", "completeness", "freshness", "tables",
 }  # fmt: skip
 
 
@@ -112,6 +112,7 @@ class JobSpec:
     quality: Quality = field(default_factory=Quality)
     snapshots: Snapshots = field(default_factory=Snapshots)
     supervise: Supervise = field(default_factory=Supervise)
+    tables: Tables = field(default_factory=Tables)
     owner: str = "platform"
     tags: tuple[str, ...] = ()
     path: str = ""
@@ -182,7 +183,7 @@ class JobSpec:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["trigger"] = str(self.trigger)
-        for block in ("quality", "snapshots", "supervise", "freshness"):
+        for block in ("quality", "snapshots", "supervise", "freshness", "tables"):
             d[block] = getattr(self, block).model_dump()
         d["kafka_options"] = masked(self.kafka_options)
         return d
@@ -300,6 +301,7 @@ def parse_spec(raw: dict[str, Any], where: str, default_name: str | None = None)
         quality=parse_block(Quality, raw.get("quality"), "quality", where),
         snapshots=parse_block(Snapshots, raw.get("snapshots"), "snapshots", where),
         supervise=parse_block(Supervise, raw.get("supervise"), "supervise", where),
+        tables=parse_block(Tables, raw.get("tables"), "tables", where),
         owner=str(raw.get("owner", "platform")),
         tags=tuple(raw.get("tags") or ()),
         path=where,

@@ -20,7 +20,7 @@ from typing import Any
 
 from spark_jobs.contract import delta as delta_log  # not delta-spark's ``delta``
 from spark_jobs.contract import paths
-from spark_jobs.io import delta_txns, key_metrics
+from spark_jobs.io import conflicts, delta_txns, key_metrics
 from spark_jobs.runtime import progress
 
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
@@ -47,6 +47,19 @@ def query_id(checkpoint: str) -> str:
 
 
 def _write(
+    df: Any,
+    uri: str,
+    app_id: str,
+    batch_id: int,
+    keys: tuple[str, ...] | None,
+    update: dict[str, str] | None = None,
+) -> None:
+    """:func:`_write_once`, again when it loses a commit race (``table maintain``'s compaction
+    or property change committed first): the batch is cached and the txn keeps it exactly once."""
+    conflicts.retrying(lambda: _write_once(df, uri, app_id, batch_id, keys, update))
+
+
+def _write_once(
     df: Any,
     uri: str,
     app_id: str,

@@ -103,10 +103,14 @@ class JobDef:
     # row is written (a session's gap, an unpaid order's payment window): the completeness rule
     # (spark_jobs.contract.completeness). 0: a row is written once the watermark reaches it.
     settles_after: Callable[[Any], float] = lambda spec: 0.0
+    # Columns readers filter the output by: ``table maintain`` Z-orders the output on them
+    # instead of bin-packing only (docs/tables.md); empty: bin-packing.
+    cluster_by: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         cols = set(self.columns)
-        wrong = [c for c in (*self.keys, self.time_column, *self.additive) if c not in cols]
+        named = (*self.keys, self.time_column, *self.additive, *self.cluster_by)
+        wrong = [c for c in named if c not in cols]
         if wrong:
             raise ValueError(f"job {self.name}: {', '.join(wrong)} not in its schema")
         if self.sink not in SINKS:

@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from spark_jobs.contract import network, paths
+from spark_jobs.contract import table_settings as tables
 from spark_jobs.runtime import jars
 
 if TYPE_CHECKING:
@@ -28,6 +29,8 @@ def spec_confs(spec: JobSpec) -> dict[str, str]:
         "spark.sql.streaming.stateStore.providerClass": STATE_STORE_PROVIDERS[spec.state_store],
         CHANGELOG_CONF: str(spec.changelog_checkpointing).lower(),
         "spark.sql.streaming.minBatchesToRetain": str(spec.min_batches_to_retain),
+        # the tables this job creates keep what its spec's tables.retention says
+        **tables.session_defaults(spec.tables.retention),
     }
 
 
@@ -40,8 +43,8 @@ def base_confs() -> dict[str, str]:
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.streaming.stateStore.providerClass": STATE_STORE_PROVIDERS["rocksdb"],
         CHANGELOG_CONF: "true",
-        # Every table Statekeeper creates keeps a change feed: quality checks read only new rows.
-        "spark.databricks.delta.properties.defaults.enableChangeDataFeed": "true",
+        # Every table Statekeeper creates gets the sink settings (change feed, log retention...).
+        **tables.session_defaults(),
         "spark.sql.adaptive.enabled": "false",
         # Delta rebuilds a table's snapshot (its log) with this many tasks before each write and
         # read. The default, 50, cost ~5 s per micro-batch on two cores for a log of a few
@@ -103,6 +106,7 @@ def build_session(
     spark.sparkContext.setLogLevel(os.environ.get("STATEKEEPER_SPARK_LOG_LEVEL", "ERROR"))
     # getOrCreate reuses a live session (tests): runtime SQL confs must still follow the spec.
     for k, v in settings.items():
-        if k.startswith("spark.sql.") and "extensions" not in k and "catalog" not in k:
+        runtime = k.startswith("spark.sql.") or k.startswith(tables.SESSION_DEFAULTS_PREFIX)
+        if runtime and "extensions" not in k and "catalog" not in k:
             spark.conf.set(k, v)
     return spark

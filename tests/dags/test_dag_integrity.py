@@ -126,6 +126,10 @@ def test_every_dag_explains_itself(parsed):
             "validate_checkpoint",
         ]
     assert dags["supervise_service_health"]["tasks"] == ["emit_completeness", "supervise"]
+    for job in (p.stem for p in (ROOT / "include" / "jobs").glob("*.yaml")):
+        d = dags[f"table_maintenance_{job}"]
+        assert d["tasks"] == ["maintain"] and d["max_active_runs"] == 1
+        assert d["schedule"] == "@daily"  # the spec's tables.schedule default
     assert dags["catchup_sessions"]["schedule"] == "@hourly"
     assert dags["catchup_service_health"]["schedule"] == "None"  # continuous: supervised instead
 

@@ -72,6 +72,12 @@ def test_the_readers_take_the_models_defaults():
         ({"quality": {"max_quarantine_rate": 3}}, "quality.max_quarantine_rate must be a number"),
         ({"quality": {"freshnes_sla": "1 hour"}}, "unknown key quality.freshnes_sla"),
         ({"snapshots": ["every day"]}, "snapshots must be a mapping"),
+        ({"tables": {"retention": "soon"}}, "tables.retention must be a positive duration"),
+        ({"tables": {"schedule": ""}}, "tables.schedule must be an Airflow schedule"),
+        (
+            {"tables": {"vacuum": "1 day"}},
+            "unknown key tables.vacuum; tables takes schedule, retention",
+        ),
     ],
 )
 def test_a_bad_block_is_one_line_naming_file_and_field(tmp_path, block, needle):

@@ -1,0 +1,46 @@
+"""The Delta table settings of every streaming sink, declared once (docs/tables.md says why).
+
+The job's session creates every new table with them (``spark.databricks.delta.properties.
+defaults.*``, :func:`session_defaults`) and ``table maintain`` applies them to existing tables.
+``delta.deletedFileRetentionDuration`` comes from the job spec's ``tables.retention``.
+"""
+
+from __future__ import annotations
+
+TABLE_PROPERTIES: dict[str, str] = {
+    # A Delta checkpoint every 10 commits: a reader replays at most 10 JSON commits, and the
+    # log's clean-up (which runs when a checkpoint is written) gets its chance every 10 batches.
+    "delta.checkpointInterval": "10",
+    # JSON commits kept this long: restore and rollback read them to find which version wrote
+    # which batch, and time travel needs them; ``table maintain`` warns when a snapshot is older.
+    "delta.logRetentionDuration": "interval 30 days",
+    # Off: our sinks only append and MERGE whole rows; every reader of the contract (delta-rs,
+    # Polars, DuckDB, our own log reader's row counts from file statistics) reads plain files.
+    "delta.enableDeletionVectors": "false",
+    # One file per table partition per write instead of one per Spark task: a micro-batch adds
+    # a file, not shuffle_partitions of them (one shuffle of the batch's few rows).
+    "delta.autoOptimize.optimizeWrite": "true",
+    # Quality checks read only the rows added since their last run.
+    "delta.enableChangeDataFeed": "true",
+}
+# Never set on a sink: txn entries older than it are dropped at the next log checkpoint, and a
+# stopped job's replayed batch would then be written twice (``table maintain`` unsets it).
+FORBIDDEN_PROPERTIES = ("delta.setTransactionRetentionDuration",)
+RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"
+SESSION_DEFAULTS_PREFIX = "spark.databricks.delta.properties.defaults."
+
+
+def interval(seconds: float) -> str:
+    """A Delta table-property interval (``interval 604800 seconds``) for ``seconds``."""
+    return f"interval {int(-(-seconds // 1))} seconds"
+
+
+def table_properties(retention_seconds: float) -> dict[str, str]:
+    """Every property a sink table of a job with this ``tables.retention`` should have."""
+    return {**TABLE_PROPERTIES, RETENTION_PROPERTY: interval(retention_seconds)}
+
+
+def session_defaults(retention_seconds: float | None = None) -> dict[str, str]:
+    """Spark confs that give every table the session creates these properties."""
+    props = TABLE_PROPERTIES if retention_seconds is None else table_properties(retention_seconds)
+    return {SESSION_DEFAULTS_PREFIX + k.removeprefix("delta."): v for k, v in props.items()}
