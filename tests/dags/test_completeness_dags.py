@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from airflow_env import ROOT, airflow_env
+from airflow_env import ROOT, airflow_env, migrate
 
 pytestmark = pytest.mark.dags
 
@@ -89,8 +89,19 @@ def _report(data: Path) -> dict[str, int]:
     return dict(zip(df["hour"], df["sessions"].astype(int), strict=True))
 
 
+@pytest.fixture
+def own_airflow_home(tmp_path) -> Path:
+    """A metadata DB of its own: the session's shared one holds other tests' runs of
+    catchup_sessions and backfill, and the asset events and runs counted here must be this
+    test's alone."""
+    home = tmp_path / "airflow_home"
+    home.mkdir()
+    migrate(home)
+    return home
+
+
 def test_one_run_per_complete_hour_in_order_and_again_after_a_recompletion(
-    airflow_home, tmp_path, monkeypatch
+    own_airflow_home, tmp_path, monkeypatch
 ):
     from spark_jobs.contract import completeness as cp
     from spark_jobs.contract import paths
@@ -111,7 +122,7 @@ def test_one_run_per_complete_hour_in_order_and_again_after_a_recompletion(
     _write_sessions(Path(spec.output), [("u1", "10:10"), ("u2", "10:40"), ("u1", "11:20"), ("u3", "12:10")])  # fmt: skip
     _batch(spec, 0, "", oldest="10:05")
     _batch(spec, 1, "12:45")
-    first = _phase(airflow_home, data, [catch_up], log)
+    first = _phase(own_airflow_home, data, [catch_up], log)
     assert first["runs"][0]["tasks"]["emit_completeness"] == "success", first
     assert [e["key"] for e in first["events"]] == [h(10), h(11)]
     assert {e["extra"]["recompletion"] for e in first["events"]} == {False}
@@ -124,7 +135,7 @@ def test_one_run_per_complete_hour_in_order_and_again_after_a_recompletion(
     # The next run's watermark passes 13:30: 12:00 is complete. The catch-up DAG runs twice
     # (the second finds nothing new): 12:00 is emitted once, and reported once.
     _batch(spec, 2, "13:40")
-    second = _phase(airflow_home, data, [catch_up, catch_up], log)
+    second = _phase(own_airflow_home, data, [catch_up, catch_up], log)
     assert [r["tasks"]["emit_completeness"] for r in second["runs"]] == ["success", "skipped"]
     assert [e["key"] for e in second["events"]] == [h(10), h(11), h(12)]
     assert [r["key"] for r in second["consumer_runs"]] == [h(10), h(11), h(12)]
@@ -138,7 +149,7 @@ def test_one_run_per_complete_hour_in_order_and_again_after_a_recompletion(
         "conf": {"job": "sessions", "input": str(data / "landing" / "clickstream"), "mode": "replace"},
         "mark_success": BACKFILL_MARKED,
     }  # fmt: skip
-    third = _phase(airflow_home, data, [backfill], log)
+    third = _phase(own_airflow_home, data, [backfill], log)
     tasks = third["runs"][0]["tasks"]
     assert tasks["emit_recompletions_sessions"] == "success", tasks
     assert tasks["emit_recompletions_user_counts"] == "skipped", tasks
