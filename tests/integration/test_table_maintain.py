@@ -135,7 +135,7 @@ def test_dry_run_changes_nothing(spark, tmp_path):
         shuffle_partitions=2,
         max_files_per_trigger=1,
     )
-    for part in range(2):
+    for part in range(3):  # a file a batch; batches 1 and 2 each close an hour: two output files
         write_part(tmp_path / "land", part)
     run_job(spec, spark=spark)
     log = sorted(p.name for p in (tmp_path / "out" / "_delta_log").iterdir())
