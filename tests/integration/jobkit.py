@@ -62,3 +62,28 @@ def parquet_timestamp_types(table: Path) -> set[str]:
             if col.physical_type == "INT96" or "TIMESTAMP" in str(col.logical_type).upper():
                 found.add(col.physical_type)
     return found
+
+
+CLICK_TYPES = ["page_view", "checkout", "purchase"]
+
+
+def write_hour(land: Path, part: int, bad_lines: bool = True) -> None:
+    """``part{part}.json``: an hour of clickstream from 10:00 + ``part`` hours (so the previous
+    hour's windows close), and with ``bad_lines`` two bad lines (not JSON; missing fields)."""
+    land.mkdir(parents=True, exist_ok=True)
+    lines = [
+        json.dumps(
+            {
+                "event_id": f"e{part}-{i}",
+                "user_id": f"u{i % 3}",
+                "event_type": CLICK_TYPES[i % 3],
+                "page": "/p",
+                "duration_sec": 1,
+                "event_time": f"2026-03-15T{10 + part:02d}:{i * 4:02d}:00Z",
+            }
+        )
+        for i in range(15)
+    ]
+    if bad_lines:
+        lines += [f"not json {part}", json.dumps({"event_id": f"bad{part}", "user_id": "u"})]
+    (land / f"part{part:02d}.json").write_text("\n".join(lines) + "\n")

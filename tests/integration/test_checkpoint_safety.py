@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from jobkit import CLICK_TYPES, write_hour
 
 from spark_jobs.checkpoints.restore import restore
 from spark_jobs.checkpoints.roots import Target
@@ -22,7 +23,7 @@ from spark_jobs.runtime.lock import JobLock
 
 pytestmark = pytest.mark.integration
 
-TYPES = ["page_view", "checkout", "purchase"]
+TYPES = CLICK_TYPES
 
 
 @pytest.fixture(autouse=True)
@@ -32,23 +33,7 @@ def _roots(monkeypatch, tmp_path):
 
 
 def write_part(land: Path, part: int) -> None:
-    """An hour of clickstream (so the previous hour's windows close) and two bad lines."""
-    land.mkdir(parents=True, exist_ok=True)
-    lines = [
-        json.dumps(
-            {
-                "event_id": f"e{part}-{i}",
-                "user_id": f"u{i % 3}",
-                "event_type": TYPES[i % 3],
-                "page": "/p",
-                "duration_sec": 1,
-                "event_time": f"2026-03-15T{10 + part:02d}:{i * 4:02d}:00Z",
-            }
-        )  # fmt: skip
-        for i in range(15)
-    ]
-    lines += [f"not json {part}", json.dumps({"event_id": f"bad{part}", "user_id": "u"})]
-    (land / f"part{part:02d}.json").write_text("\n".join(lines) + "\n")
+    write_hour(land, part)
 
 
 def spec_for(tmp: Path):

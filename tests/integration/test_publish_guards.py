@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from jobkit import CLICK_TYPES, write_hour
 
 from spark_jobs.cli import main as cli_main
 from spark_jobs.contract import delta
@@ -23,26 +24,11 @@ from spark_jobs.runtime.lock import JobLock
 pytestmark = pytest.mark.integration
 
 JOB = "windowed_counts"
-TYPES = ["page_view", "checkout", "purchase"]
+TYPES = CLICK_TYPES
 
 
 def write_part(land: Path, part: int) -> None:
-    """An hour of clickstream: the previous hour's windows close."""
-    land.mkdir(parents=True, exist_ok=True)
-    lines = [
-        json.dumps(
-            {
-                "event_id": f"e{part}-{i}",
-                "user_id": f"u{i % 3}",
-                "event_type": TYPES[i % 3],
-                "page": "/p",
-                "duration_sec": 1,
-                "event_time": f"2026-03-15T{10 + part:02d}:{i * 4:02d}:00Z",
-            }
-        )  # fmt: skip
-        for i in range(15)
-    ]
-    (land / f"part{part:02d}.json").write_text("\n".join(lines) + "\n")
+    write_hour(land, part, bad_lines=False)
 
 
 def spec_for(land: Path, output: Path, checkpoint: Path | None = None):
