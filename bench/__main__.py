@@ -19,6 +19,7 @@ HELPERS = {
     "quality": "bench.bench_quality",
     "health-api": "bench.bench_health",
     "kafka": "bench.bench_kafka",
+    "completeness": "bench.completeness_delay",
 }
 
 FULL: dict[str, Any] = {  # int, or list[int] for key_sweep

@@ -9,8 +9,11 @@ reads the ledger and emits the events.
 
 from __future__ import annotations
 
+import os
+import sys
+import time
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from spark_jobs.contract import completeness as cp
@@ -52,13 +55,27 @@ def record_batch(spec: JobSpec, settles_after: float, record: dict[str, Any]) ->
         return None
     through, keys = found
     batch = record.get("batchId")
-    return cp.append(
+    entry = cp.append(
         spec.checkpoint,
         keys,
         through=through,
         batch_id=int(batch) if batch is not None else None,
         watermark=watermark,
     )
+    _test_pause(entry.batch_id)
+    return entry
+
+
+# Test-only: after appending the entry of this batch the listener sleeps, so a test can kill the
+# run between an entry and its progress line while later batches commit unrecorded
+# (tests/e2e/test_completeness_crash.py). Never set in production.
+PAUSE_ENV = "STATEKEEPER_TEST_PAUSE_COMPLETENESS_AFTER"
+
+
+def _test_pause(batch: int | None) -> None:
+    if batch is not None and os.environ.get(PAUSE_ENV) == str(batch):
+        print(f"statekeeper-test: completeness paused after batch {batch}", file=sys.stderr)
+        time.sleep(600)
 
 
 def record_publish(spec: JobSpec, staged: str, key: str, version: int | None) -> cp.Entry | None:
@@ -110,3 +127,28 @@ def recorder(spec: JobSpec) -> Callable[[dict[str, Any]], None] | None:
         record_batch(spec, settles, record)
 
     return on_batch
+
+
+def catch_up(spec: JobSpec) -> cp.Entry | None:
+    """At a run's start: the entry of the newest committed batch, when a kill lost it.
+
+    The listener sees a batch after its commit, so a kill between the two (or while the
+    listener lags the query) leaves batches committed with no entry. The next batch's entry
+    would cover them, but Spark runs no batch for a checkpoint with nothing new (it does not
+    keep the event time that would move the watermark further), so the hours those batches
+    completed would not be announced until new data came. The watermark a committed batch ran
+    with is in its offset file: the entry it derives is the one the listener would have
+    written (and nothing, when the ledger already has it)."""
+    if cp.ledger_path(spec.checkpoint) is None:
+        return None
+    from spark_jobs.checkpoints.layout import read_layout
+    from spark_jobs.jobs import definition
+
+    lay = read_layout(spec.checkpoint, parse_tail=2, sizes=False)  # the last offset may be new
+    last = lay.last_committed
+    wm = (lay.offset_meta.get(last) or {}).get("batchWatermarkMs") if last is not None else None
+    if not isinstance(wm, int) or wm <= 0:
+        return None
+    watermark = datetime.fromtimestamp(wm / 1000, UTC).isoformat()
+    record = {"batchId": last, "eventTime": {"watermark": watermark}}
+    return record_batch(spec, float(definition(spec.name).settles_after(spec)), record)

@@ -33,9 +33,9 @@ def specs_copy(tmp: Path, partitions: int = 2) -> Path:
     return out
 
 
-def cli(job: str, tmp: Path, specs: Path, name: str) -> subprocess.Popen:
+def cli(job: str, tmp: Path, specs: Path, name: str, **extra_env: str) -> subprocess.Popen:
     env = {**os.environ, "STATEKEEPER_SPECS": str(specs), "PYTHONPATH": str(ROOT),
-           "STATEKEEPER_CHECKPOINT_ROOTS": str(tmp)}  # fmt: skip
+           "STATEKEEPER_CHECKPOINT_ROOTS": str(tmp), **extra_env}  # fmt: skip
     args = [sys.executable, "-m", "spark_jobs", "run", job, "--input", str(tmp / "land"),
             "--output", str(tmp / name / "out"), "--checkpoint", str(tmp / name / "ckpt")]  # fmt: skip
     return subprocess.Popen(

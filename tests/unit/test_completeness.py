@@ -136,3 +136,25 @@ def test_a_publish_recompletes_the_complete_hours_it_changed_once_per_key(tmp_pa
     assert entry.version == 7
     assert completeness.record_publish(spec, staged, "k1", version=7) is None  # a retry
     assert [e.keys for e in cp.read(spec.checkpoint, paths.RECOMPLETIONS_FILE)] == [entry.keys]
+
+
+def test_a_run_starts_by_recording_the_committed_batches_a_kill_left_unrecorded(tmp_path):
+    """Batches 2-4 committed, the ledger's last entry is batch 1's (the listener lagged, then a
+    kill): the start writes the entry batch 4's offset file implies, once."""
+    from spark_jobs.checkpoints.synthetic import make_checkpoint
+
+    spec = _spec(tmp_path)
+    t0 = int(datetime(2026, 3, 15, 10, 40, tzinfo=UTC).timestamp() * 1000)
+    # batch b ran with the watermark 10:30 + b hours (the synthetic offsets: t0 + b h - 10 min)
+    make_checkpoint(spec.checkpoint, batches=5, t0_ms=t0, interval_ms=3_600_000)
+    assert completeness.catch_up(spec) is None, "no ledger and no progress: no origin yet"
+    _batch(spec, GAP, _record(0, "1970-01-01T00:00:00.000Z", _iso("10:05")))
+    first = _batch(spec, GAP, _record(1, _iso("11:20")))  # complete through 10:00: no key yet
+    assert first is not None and first.keys == ()
+
+    # batch 4's watermark is 14:30: every hour ending by 14:30 - the gap is complete
+    caught = completeness.catch_up(spec)
+    assert caught is not None and caught.batch_id == 4
+    assert caught.keys == tuple(f"2026-03-15T{h}:00:00" for h in range(10, 14))
+    assert completeness.catch_up(spec) is None  # started again: nothing twice
+    assert [e.seq for e in cp.read(spec.checkpoint)] == [0, 1]
