@@ -17,7 +17,7 @@ contract's (:mod:`spark_jobs.contract.progress_log`, rotation-aware, typed recor
 here return the records as logged, for the callers that still take dicts.
 
 A batch reading Kafka also gets a top-level ``lag`` object: per topic, records behind the
-topic's latest offsets (spark_jobs.runtime.lag).
+topic's latest offsets (spark_jobs.contract.lag).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_jobs.contract import paths
+from spark_jobs.contract.lag import source_lag
 from spark_jobs.contract.progress_log import (
     HEARTBEAT,
     IDLE,
@@ -40,7 +41,6 @@ from spark_jobs.contract.progress_log import (
     log_uri,
     rotated,
 )
-from spark_jobs.runtime.lag import source_lag
 
 IDLE_LOG_EVERY = 60.0  # seconds; well below the supervisor's stalled limit (5 minutes)
 HEARTBEAT_EVERY_ENV = "STATEKEEPER_HEARTBEAT_SECONDS"

@@ -151,7 +151,7 @@ def test_the_lock_refuses_a_second_holder_in_this_and_another_process(tmp_path):
 
 
 def test_the_job_lock_names_its_holder(tmp_path):
-    from spark_jobs.runtime.lock import JobLock, holder, is_held
+    from spark_jobs.contract.lock import JobLock, holder, is_held
 
     ck = str(tmp_path / "ckpt")
     with JobLock(ck, job="sessions", purpose="run"):
