@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from spark_jobs.contract.errors import UserError
 
@@ -84,7 +85,7 @@ def check_cluster(uri: str, named: Iterable[str], job: str) -> None:
     )
 
 
-def admin_client(bootstrap: str):  # type: ignore[no-untyped-def]  # -> confluent_kafka AdminClient
+def admin_client(bootstrap: str) -> Any:  # a confluent_kafka AdminClient
     from confluent_kafka.admin import AdminClient
 
     return AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
