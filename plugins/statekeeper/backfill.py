@@ -5,10 +5,9 @@ The plan's ``key`` is a hash of (job, input folder, its file names and sizes, mo
 state fingerprint; for a ``kafka://`` input, the topic and its end offsets when planned): the same backfill gets the same key, its staged table and checkpoint are
 reused, and ``publish`` records the key in the live table's ledger (read here through
 ``spark_jobs.contract.backfill``), so publishing twice is a no-op, also after Delta's log
-retention removed the commit's file.
-A mode that cannot be correct for the job (``spark_jobs.contract.backfill.REFUSED``) fails the plan, and so
-does an ``append`` of a file the live job has read (``publish`` checks it again, under the job's
-lock).
+retention removed the commit's file. A mode that cannot be correct for the job
+(``spark_jobs.contract.backfill.REFUSED``) fails the plan, and so does an ``append`` of a file
+the live job has read (``publish`` checks it again, under the job's lock).
 """
 
 from __future__ import annotations
