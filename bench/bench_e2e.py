@@ -135,8 +135,8 @@ def parse(spark: Any, work: Path, events: int, rounds: int) -> dict[str, Any]:
 
 def startup(work: Path, rounds: int) -> dict[str, Any]:
     """``python -m spark_jobs run sessions`` with nothing new, whole process, with the driver's
-    class archive (:mod:`spark_jobs.runtime.jvm_archive`) and without it, interleaved."""
-    from spark_jobs.runtime import jvm_archive
+    class archive (:mod:`spark_jobs.contract.jvm`) and without it, interleaved."""
+    from spark_jobs.contract import jvm as jvm_archive
 
     data = suite.dataset(work, "clickstream", 1000, 100)
     d = work / "startup"
@@ -153,5 +153,5 @@ def startup(work: Path, rounds: int) -> dict[str, Any]:
             print(f"  run with nothing new, round {r + 1}, {who}: {wall:.1f} s", flush=True)
     a, n = statistics.median(times["archive"]), statistics.median(times["no_archive"])
     return {"archive_seconds": times["archive"], "no_archive_seconds": times["no_archive"],
-            "archive_used": jvm_archive._intact(jvm_archive.archive_path()),
+            "archive_used": jvm_archive.intact(jvm_archive.archive_path()),
             "ratio_no_archive_vs_archive": round(n / a, 2)}  # fmt: skip

@@ -34,7 +34,7 @@ JOB = "sessions"
 
 def submit_command(master: str, work: Path, side: str, env: dict[str, str]) -> list[str]:
     """The DAGs' spark-submit line (one builder: ``SparkTarget.command``) for ``side``'s run."""
-    from spark_jobs.runtime.jars import jar_paths
+    from spark_jobs.contract.jvm import jar_paths
     from statekeeper.package import spark_jobs_zip
     from statekeeper.spark_submit import SparkTarget, application
 

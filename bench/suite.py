@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.sampler import PeakRss
+from spark_jobs.contract.spark_confs import spec_confs
 from spark_jobs.contract.spec import JobSpec, load_spec
 from spark_jobs.generate import generate
 from spark_jobs.io import events as ev
 from spark_jobs.io import sources
-from spark_jobs.runtime.session import spec_confs
 
 KIND = {"sessions": "clickstream", "fraud_alerts": "auth"}
 

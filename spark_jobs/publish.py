@@ -1,7 +1,8 @@
 """``python -m spark_jobs publish JOB --staged URI --key KEY``: make a staged backfill visible.
 
 The staged table (written by a backfill run on an isolated checkpoint) goes into the job's live
-table in one Delta commit. What each mode means (``MODES`` below says it per job):
+table in one Delta commit. What each mode means (the policy, ``MODES``, ``SCOPE`` and ``REFUSED``,
+is the contract's, :mod:`spark_jobs.contract.backfill`, which the backfill plan reads too):
 
 - ``append``: the backfill's events are events the live runs never processed (a lost or late
   folder). Rows whose key is new are inserted; rows whose key is live are combined where the
@@ -38,81 +39,28 @@ from typing import Any
 from spark_jobs import eventlog
 from spark_jobs.contract import delta as delta_log  # not delta-spark's ``delta``
 from spark_jobs.contract import paths
+from spark_jobs.contract.backfill import (
+    MARKER,
+    MODES,
+    SCOPE,
+    marked_version,
+    published,
+    refusal,
+)
 from spark_jobs.contract.errors import ExitCode, UserError
 from spark_jobs.jobs import definition
 
-MARKER = "statekeeper-backfill:"
 COMMIT_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
-LEDGER_DIR = "_statekeeper/backfills"
-MODES = ("replace", "append")
-
-# The column naming the entities a replace covers: their live rows in the staged time range are
-# replaced; every other entity's rows stay (a backfill of user A's events says nothing about B).
-SCOPE: dict[str, str] = {
-    "sessions": "user_id",
-    "fraud_alerts": "user_id",
-    "service_health": "service",
-    "windowed_counts": "event_type",
-    "dedup_events": "user_id",
-    "order_payments": "user_id",
-}
-
-# Where a mode cannot be correct for a job: the one-line reason (plan and publish both refuse).
-REFUSED: dict[tuple[str, str], str] = {
-    ("user_counts", "replace"): (
-        "user_counts holds lifetime totals per user and a backfill sees only its own folder, so "
-        "replace would overwrite them with partial totals; use mode=append for events the live "
-        "runs never processed (their counts are added)"
-    ),
-}
 
 # append: when a staged row whose key is live replaces it (else the live row stays). A left-outer
 # order emitted unmatched by the live runs takes the payment the backfill found for it.
 APPEND_REPLACES_WHEN: dict[str, str] = {"order_payments": "NOT t.matched AND s.matched"}
 
 
-def refusal(job: str, mode: str) -> str | None:
-    """Why ``mode`` cannot be correct for ``job``, or None when it can."""
-    if mode not in MODES:
-        return f"mode must be one of {', '.join(MODES)}, not {mode!r}"
-    if (job, mode) in REFUSED:
-        return REFUSED[(job, mode)]
-    if mode == "replace" and job not in SCOPE:
-        return (
-            f"{job} has no SCOPE entry in spark_jobs/publish.py naming the entities a backfill "
-            "covers, so replace cannot know which live rows to replace; use mode=append"
-        )
-    return None
-
-
-def _ledger(table: str, key: str) -> str:
-    return paths.join(table, LEDGER_DIR, f"{key}.json")
-
-
-def published(table: str, key: str) -> dict[str, Any] | None:
-    """The ledger entry of ``key`` in ``table`` (or the commit marking it), else None."""
-    import fsspec
-
-    fs, p = fsspec.core.url_to_fs(_ledger(table, key))
-    if fs.exists(p):
-        with fs.open(p, "r") as fh:
-            return dict(json.load(fh))
-    version = _marked_version(table, key)
-    return None if version is None else {"key": key, "version": version}
-
-
-def _marked_version(table: str, key: str) -> int | None:
-    """The version whose commit carries ``key``'s marker, while the log still holds it."""
-    for c in delta_log.commits(table):
-        if c.user_metadata.startswith(MARKER + key + " "):
-            return c.version
-    return None
-
-
 def _write_ledger(table: str, entry: dict[str, Any]) -> None:
     import fsspec
 
-    target = _ledger(table, entry["key"])
+    target = paths.backfill_ledger(table, entry["key"])
     fs, p = fsspec.core.url_to_fs(target)
     fs.makedirs(p.rsplit("/", 1)[0], exist_ok=True)
     tmp = f"{p}.tmp"
@@ -214,7 +162,7 @@ def _recomplete(spec: Any, staged: str, key: str) -> None:
     from spark_jobs.contract.spec import load_spec
 
     if spec.output == load_spec(spec.name).output and delta_log.exists(staged):
-        record_publish(spec, staged, key, _marked_version(spec.output, key))
+        record_publish(spec, staged, key, marked_version(spec.output, key))
 
 
 def _skipped(job: str, live: str, key: str, done: dict[str, Any]) -> dict[str, Any]:
@@ -259,7 +207,7 @@ def publish_rows(
         "mode": mode,
         "rows": count,
         "how": how,
-        "version": _marked_version(live, key),
+        "version": marked_version(live, key),
         "published_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     _write_ledger(live, entry)

@@ -3,11 +3,11 @@ whether this exact backfill was published already. Files only; nothing is writte
 
 The plan's ``key`` is a hash of (job, input folder, its file names and sizes, mode, the job's
 state fingerprint; for a ``kafka://`` input, the topic and its end offsets when planned): the same backfill gets the same key, its staged table and checkpoint are
-reused, and ``publish`` records the key in the live table's ledger (``spark_jobs.publish``), so
-publishing twice is a no-op, also after Delta's log retention removed the commit's file.
-A mode that cannot be correct for the job (``spark_jobs.publish.REFUSED``) fails the plan, and so
-does an ``append`` of a file the live job has read (``publish`` checks it again, under the job's
-lock).
+reused, and ``publish`` records the key in the live table's ledger (read here through
+``spark_jobs.contract.backfill``), so publishing twice is a no-op, also after Delta's log
+retention removed the commit's file. A mode that cannot be correct for the job
+(``spark_jobs.contract.backfill.REFUSED``) fails the plan, and so does an ``append`` of a file
+the live job has read (``publish`` checks it again, under the job's lock).
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ def _listing(folder: Path) -> list[tuple[str, int]]:
 
 def plan_backfill(params: dict[str, Any], data_dir: Path) -> dict[str, Any]:
     """The plan for ``params`` or a ``BadBackfillParams`` saying, in one line, what to fix."""
+    from spark_jobs.contract.backfill import refusal
     from spark_jobs.contract.errors import UserError
     from spark_jobs.contract.spec import load_spec
-    from spark_jobs.publish import refusal
 
     job = str(params.get("job") or "")
     try:
@@ -96,7 +96,7 @@ def _kafka_ends(spec: Any, uri: str) -> dict[str, int]:
     """The topic's end offsets per partition now: what this backfill reads up to (records
     arriving later are read too, and do not change the key)."""
     from spark_jobs.contract.errors import UserError
-    from spark_jobs.contract.kafka import check_cluster, parse
+    from spark_jobs.contract.kafka import check_cluster, end_offsets, parse
 
     try:
         target = parse(uri)
@@ -110,27 +110,13 @@ def _kafka_ends(spec: Any, uri: str) -> dict[str, int]:
             "from the command line: python -m spark_jobs run JOB --input kafka://... "
             "--output STAGED --checkpoint NEW"
         )
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
-
-    from spark_jobs.kafka.produce import partitions
-
     try:
-        n = partitions(target, timeout=10)
-        if not n:
-            raise BadBackfillParams(f"input: topic {target} does not exist")
-        c = Consumer({"bootstrap.servers": target.bootstrap, "group.id": "statekeeper-plan",
-                      "enable.auto.commit": False, "log_level": 0})  # fmt: skip
-        try:
-            return {
-                str(p): int(c.get_watermark_offsets(TopicPartition(target.topic, p), 10)[1])
-                for p in range(n)
-            }
-        finally:
-            c.close()
-    except (UserError, KafkaException) as exc:
-        raise BadBackfillParams(
-            f"input: Kafka at {target.bootstrap} does not answer: {exc}"
-        ) from None
+        ends = end_offsets(target, timeout=10)
+    except UserError as exc:
+        raise BadBackfillParams(f"input: {exc}") from None
+    if not ends:
+        raise BadBackfillParams(f"input: topic {target} does not exist")
+    return ends
 
 
 def _plan_kafka(
@@ -152,7 +138,7 @@ def _plan(
     params: dict[str, Any], job: str, spec: Any, mode: str, source: str,
     listing: list[tuple[str, int]], count: int, data_dir: Path,
 ) -> dict[str, Any]:  # fmt: skip
-    from spark_jobs.publish import published
+    from spark_jobs.contract.backfill import published
 
     raw = json.dumps([job, source, listing, mode, spec.fingerprint_hash()], sort_keys=True)
     key = hashlib.sha256(raw.encode()).hexdigest()[:16]

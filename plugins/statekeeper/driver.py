@@ -11,10 +11,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from spark_jobs.contract import paths
+from spark_jobs.contract import lock, paths, procs
 from spark_jobs.contract.lock import RUN
 from spark_jobs.contract.progress_log import BatchProgress, Heartbeat, IdleEvent, ProgressLog
-from spark_jobs.runtime import lock, procs
 
 SUPERVISOR_FILE = "supervisor.json"  # under <checkpoint>/_statekeeper/: launches and restarts
 DRIVER_LOG = "driver.log"

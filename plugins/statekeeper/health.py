@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from spark_jobs.contract.blocks import Supervise
+from spark_jobs.contract.lag import total_behind
 from spark_jobs.contract.lock import is_maintenance
 from spark_jobs.contract.progress_log import (
     BatchProgress,
@@ -23,7 +24,6 @@ from spark_jobs.contract.progress_log import (
     IdleEvent,
     ProgressRecord,
 )
-from spark_jobs.runtime.lag import total_behind
 
 RESTART_VERDICTS = ("dead", "stalled")
 # A restore, rollback, repartition, ... holds the checkpoint: waited for, never restarted.

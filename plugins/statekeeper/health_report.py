@@ -16,11 +16,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from spark_jobs.contract import delta, events, maintenance, paths
+from spark_jobs.contract import delta, events, lock, maintenance, paths
 from spark_jobs.contract.errors import UserError
-from spark_jobs.contract.progress_log import BatchProgress, Follower, ProgressLog, ProgressRecord
+from spark_jobs.contract.progress_log import (
+    BatchProgress,
+    Follower,
+    ProgressLog,
+    ProgressRecord,
+    log_uri,
+)
 from spark_jobs.contract.spec import JobSpec, list_jobs, load_spec
-from spark_jobs.runtime import lock, progress
 from statekeeper import batch_metrics as bm
 from statekeeper import freshness, job_runs
 from statekeeper.health import Thresholds, assess
@@ -126,7 +131,7 @@ def progress_facts(batches: list[BatchProgress]) -> dict[str, Any]:
 
 
 def _tail(checkpoint: str) -> Tail:
-    local = paths.local_path(progress.progress_path(checkpoint))
+    local = paths.local_path(log_uri(checkpoint))
     return _memoised("tail", checkpoint, _stat(local), lambda: read_tail(checkpoint))
 
 
@@ -155,10 +160,10 @@ def quarantine(spec: JobSpec) -> dict[str, Any]:
     those batches read: the rate of bad input lines. (Checkpoints of earlier releases kept a
     quarantine query of their own under ``_statekeeper/quarantine``: its log is read then.)"""
     legacy = paths.join(spec.checkpoint, paths.STATEKEEPER_DIR, paths.QUARANTINE_CHECKPOINT)
-    local = paths.local_path(progress.progress_path(legacy))
+    local = paths.local_path(log_uri(legacy))
     ckpt = legacy if local is not None and local.exists() else spec.checkpoint
     sig = (
-        _stat(paths.local_path(progress.progress_path(ckpt))),
+        _stat(paths.local_path(log_uri(ckpt))),
         _stat(paths.local_path(delta.log_uri(spec.quarantine))),
     )
     return _memoised("quarantine", ckpt, sig, lambda: _quarantine(spec, ckpt))
@@ -232,9 +237,7 @@ def _newest_local_commits(table: str, n: int) -> list[delta.Commit]:
 def quality_verdict(spec: JobSpec) -> dict[str, Any]:
     """The last quality run's verdict (fail > warn > pass) from the results table's newest
     commit: one run appends its rows in one commit."""
-    from spark_jobs.quality.results import results_uri
-
-    table = results_uri(spec.output)
+    table = paths.results_uri(spec.output)
     log = paths.local_path(delta.log_uri(table))
     return _memoised("quality", table, _stat(log), lambda: _last_quality(table))
 

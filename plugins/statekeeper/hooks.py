@@ -139,7 +139,7 @@ class SparkJobsSubmitHook(BaseHook):
         return SparkTarget.from_connection(conn)
 
     def command(self, args: list[str], env: dict[str, str]) -> list[str]:
-        from spark_jobs.runtime.jars import jar_paths
+        from spark_jobs.contract.jvm import jar_paths
         from statekeeper.package import spark_jobs_zip
 
         return self.get_conn().command(

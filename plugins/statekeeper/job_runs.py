@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from spark_jobs.contract import paths
+from spark_jobs.contract.progress_log import BatchProgress, ProgressLog
 from spark_jobs.contract.spec import JobSpec
-from spark_jobs.runtime import progress, progress_tail
 from statekeeper import freshness
 
 
@@ -33,17 +33,15 @@ def other_runs(spec: JobSpec, now: float | None = None) -> list[dict[str, Any]]:
         for ckpt in _candidates(local):
             if paths.normalise(str(ckpt)) == live:
                 continue
-            last = next(
-                (r for r in progress_tail.backwards(str(ckpt)) if progress.is_batch(r)), None
-            )
-            if last is None or (last.get("statekeeper") or {}).get("job") != spec.name:
+            newest = ProgressLog(str(ckpt)).tail(1)  # the newest batch, read from the end
+            last = newest[0] if newest else None
+            if not isinstance(last, BatchProgress) or last.job != spec.name:
                 continue
-            wm = (last.get("eventTime") or {}).get("watermark")
-            t = progress_tail.record_time(last)
+            wm = last.event_time.get("watermark")
             out.append({
                 "checkpoint": str(ckpt),
-                "last_batch_id": last.get("batchId"),
-                "last_batch_time": t,
+                "last_batch_id": last.batch_id,
+                "last_batch_time": last.time,
                 "watermark": wm,
                 "watermark_lag_seconds": freshness.watermark_lag_seconds(wm, now),
             })  # fmt: skip

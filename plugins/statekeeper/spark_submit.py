@@ -93,10 +93,10 @@ class SparkTarget:
         if self.queue:
             cmd += ["--queue", self.queue]
         cmd += ["--deploy-mode", "client", "--py-files", py_files, "--jars", jars]
-        from spark_jobs.runtime import jvm_archive
+        from spark_jobs.contract import jvm
 
         # The driver runs here (client mode): it maps the class archive `make setup` made here.
-        archive = jvm_archive.java_options()
+        archive = jvm.java_options()
         if archive:
             cmd += ["--driver-java-options", archive]
         return [*cmd, application, *args]

@@ -213,7 +213,7 @@ class SparkJobRunOperator(SparkJobsSubmitOperator):
         )
 
     def _guarded_submit(self, planned: dict[str, Any]) -> dict[str, Any]:
-        from spark_jobs.runtime.lock import describe, holder
+        from spark_jobs.contract.lock import describe, holder
 
         self._checkpoint = planned["checkpoint"]
         self.name = self.name or f"statekeeper-{planned['arguments'][1]}"
@@ -239,7 +239,7 @@ class SparkJobRunOperator(SparkJobsSubmitOperator):
 
     def resume_when_free(self, context: Any, event: dict[str, Any]) -> dict[str, Any]:
         if event.get("status") != "free":
-            from spark_jobs.runtime.lock import describe
+            from spark_jobs.contract.lock import describe
 
             raise AirflowException(
                 f"checkpoint {event.get('checkpoint')} still in use by "

@@ -29,10 +29,10 @@ from typing import Any, TypeVar
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
+from spark_jobs.contract import procs
 from spark_jobs.contract.errors import LockHeld
 from spark_jobs.contract.lock import FileLock, is_maintenance
 from spark_jobs.contract.spec import JobSpec
-from spark_jobs.runtime import procs
 from statekeeper import driver
 from statekeeper.params import check_bound, check_path_params, rendered
 from statekeeper.submit import resolve_job, run_arguments
@@ -232,7 +232,7 @@ class StreamingSupervisorOperator(BaseOperator):
             state = {
                 "pid": pid,
                 "pgid": pid,
-                "start": procs.start_ticks(pid),  # who this pid is: see spark_jobs.runtime.procs
+                "start": procs.start_time(pid),  # who this pid is: see spark_jobs.contract.procs
                 "host": socket.gethostname(),
                 "launched_at": now,
                 "launches": int(state.get("launches", 0)) + 1,

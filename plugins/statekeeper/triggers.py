@@ -51,7 +51,7 @@ class CheckpointFreeTrigger(BaseTrigger):
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        from spark_jobs.runtime.lock import holder
+        from spark_jobs.contract.lock import holder
 
         deadline = time.time() + self.timeout_seconds
         while True:
@@ -113,7 +113,7 @@ class DriverWatchTrigger(BaseTrigger):
         )
 
     def _look(self) -> dict[str, Any]:
-        from spark_jobs.runtime.lock import holder
+        from spark_jobs.contract.lock import holder
         from statekeeper import driver
         from statekeeper.health import Thresholds, assess
 

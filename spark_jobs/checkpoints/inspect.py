@@ -146,11 +146,11 @@ def state_rows(checkpoint: str) -> list[dict[str, Any]]:
 def _state_keys(checkpoint: str) -> dict[str, Any] | None:
     """The newest batch's key-level metrics from the progress log (read from its end): user keys,
     not the buckets Spark's state rows count for the batched executor."""
-    from spark_jobs.runtime.progress_tail import backwards
+    from spark_jobs.contract.progress_log import BatchProgress, ProgressLog
 
-    for rec in backwards(checkpoint):
-        if isinstance(rec.get("keys"), dict):
-            return {"batch": rec.get("batchId"), **rec["keys"]}
+    for rec in ProgressLog(checkpoint).backwards():
+        if isinstance(rec, BatchProgress) and rec.keys is not None:
+            return {"batch": rec.batch_id, **rec.raw["keys"]}  # the counts as the job logged them
     return None
 
 

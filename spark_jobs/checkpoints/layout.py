@@ -122,7 +122,7 @@ class Layout:
 
     def kafka_offsets(self, batch: int) -> dict[str, dict[str, int]]:
         """Topic -> partition -> end offset of ``batch`` over its Kafka sources ({} for none)."""
-        from spark_jobs.runtime.lag import kafka_offsets
+        from spark_jobs.contract.lag import kafka_offsets
 
         out: dict[str, dict[str, int]] = {}
         for src in self.offset_sources.get(batch) or []:

@@ -235,8 +235,9 @@ def _copy(ck: Path, dest: Path) -> None:
 
 
 def _spark_repartition(target: Target, ck: Path, partitions: int, spark: Any) -> None:
+    from spark_jobs.contract.spark_confs import spec_confs
     from spark_jobs.runtime import spark_errors
-    from spark_jobs.runtime.session import build_session, spec_confs
+    from spark_jobs.runtime.session import build_session
 
     # The spec's state store confs (changelog checkpointing is not pinned in the offset log).
     spec: Any = target.spec

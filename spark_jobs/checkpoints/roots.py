@@ -86,10 +86,6 @@ def check_is_checkpoint(ck: str) -> None:
             raise UserError(f"{ck} is inside the Delta table {folder}, not a checkpoint")
 
 
-def default_snapshot_root(job: str) -> str:
-    return str(paths.data_dir() / "snapshots" / job)
-
-
 def normalise(uri: str) -> str:
     """:func:`spark_jobs.contract.paths.normalise` of the resolved path, a URL climbing above its
     bucket as a user error."""
@@ -134,7 +130,7 @@ def resolve(job: str | None, checkpoint: str | None, snapshot_root: str | None =
     assert checkpoint is not None
     name = job or Path(normalise(checkpoint).rstrip("/")).name
     ck = checkpoint_path(checkpoint)
-    snap = confine(snapshot_root or default_snapshot_root(name), "snapshots", "snapshot root")
+    snap = confine(snapshot_root or paths.default_snapshot_root(name), "snapshots", "snapshot root")
     if snap.startswith(ck.rstrip("/") + "/") or ck.startswith(snap.rstrip("/") + "/"):
         raise UserError(f"snapshot root {snap} and checkpoint {ck} must not contain each other")
     return Target(checkpoint=ck, snapshot_root=snap, job=name, spec=spec)

@@ -291,7 +291,7 @@ def _check_kafka(lay: Layout, rep: Report, spec: Any) -> None:
     partitions and offsets, and the topics read must be the spec's (Spark cannot carry a
     checkpoint from a folder to a topic, or from one topic to another)."""
     from spark_jobs.contract.kafka import is_kafka, parse
-    from spark_jobs.runtime.lag import kafka_offsets
+    from spark_jobs.contract.lag import kafka_offsets
 
     last = lay.last_offset
     if last is None or last not in lay.offset_sources:
@@ -322,7 +322,7 @@ def _check_kafka(lay: Layout, rep: Report, spec: Any) -> None:
 
 
 def _check_spec(lay: Layout, rep: Report, spec: Any, snapshot_root: str | None) -> None:
-    from spark_jobs.runtime.session import spec_confs
+    from spark_jobs.contract.spark_confs import spec_confs
 
     _check_kafka(lay, rep, spec)
     missed = unread(lay.uri, spec.inputs.values(), lay, spec.max_files_per_trigger)
@@ -398,7 +398,7 @@ def _check_recovery(lay: Layout, rep: Report, spec: Any, snapshot_root: str | No
 
     if every:
         from spark_jobs.checkpoints.manifests import newest_valid
-        from spark_jobs.checkpoints.roots import default_snapshot_root
+        from spark_jobs.contract.paths import default_snapshot_root
 
         root = snapshot_root or default_snapshot_root(spec.name)
         newest = newest_valid(root)

@@ -6,6 +6,11 @@ its ``inputs`` name. An input given at run time (``run --input``, a DAG's ``inpu
 backfill form) may therefore name another topic on such a cluster, never another cluster: anyone
 who may trigger a DAG could otherwise send the job's credentials to a broker of their own, or
 make the worker dial any host.
+
+What a topic holds (:func:`partitions`, :func:`end_offsets`) is read here too, through the Python
+client (confluent-kafka, imported only when called): the backfill plan on the Airflow side and
+``generate --out kafka://`` on the Spark side ask the same questions of a topic, and neither
+needs Spark for them.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from spark_jobs.contract.errors import UserError
 
@@ -77,3 +83,44 @@ def check_cluster(uri: str, named: Iterable[str], job: str) -> None:
         "spec's own cluster (the same HOST:PORT set), never another cluster (the spec's "
         "kafka_options would go with it): put that cluster in the job's spec inputs instead"
     )
+
+
+def admin_client(bootstrap: str) -> Any:  # a confluent_kafka AdminClient
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+
+
+def partitions(target: KafkaUri, timeout: float = 30.0) -> int:
+    """The topic's partition count; 0 when it does not exist."""
+    from confluent_kafka import KafkaException
+
+    try:
+        meta = admin_client(target.bootstrap).list_topics(topic=target.topic, timeout=timeout)
+    except KafkaException as exc:
+        raise UserError(f"Kafka at {target.bootstrap} does not answer: {exc}") from exc
+    t = meta.topics.get(target.topic)
+    if t is None or t.error is not None:
+        return 0
+    return len(t.partitions)
+
+
+def end_offsets(target: KafkaUri, timeout: float = 10.0) -> dict[str, int]:
+    """The topic's end offset per partition now (``{"0": 123, ...}``); {} when it does not
+    exist. A broker that does not answer is a :class:`UserError`."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    n = partitions(target, timeout)
+    if not n:
+        return {}
+    c = Consumer({"bootstrap.servers": target.bootstrap, "group.id": "statekeeper-plan",
+                  "enable.auto.commit": False, "log_level": 0})  # fmt: skip
+    try:
+        return {
+            str(p): int(c.get_watermark_offsets(TopicPartition(target.topic, p), timeout)[1])
+            for p in range(n)
+        }
+    except KafkaException as exc:
+        raise UserError(f"Kafka at {target.bootstrap} does not answer: {exc}") from exc
+    finally:
+        c.close()

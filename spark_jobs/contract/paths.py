@@ -21,6 +21,11 @@ PENDING_FILE = "pending.json"  # a restore, rollback or repartition cut short: r
 MAINTENANCE_FILE = "maintenance.json"  # the last `table maintain` report of the job's tables
 QUARANTINE_CHECKPOINT = "quarantine"  # the quarantine query's own checkpoint, under _statekeeper/
 QUARANTINE_TABLE = "_quarantine"  # under the job's output
+# The quality runs' results table (Delta, one row per expectation per run), under the job's output.
+QUALITY_DIR = "_quality"
+RESULTS_TABLE = "results"
+# A published backfill's ledger entry, ``<live table>/_statekeeper/backfills/KEY.json``.
+BACKFILLS_DIR = "backfills"
 # Landing files the file source picks up; generate writes hidden temp files and renames them into
 # place, and Spark's file source skips names starting with "." or "_".
 LANDING_GLOB = "*.json*"
@@ -170,6 +175,25 @@ def quarantine_table(output: str) -> str:
 def quarantine_checkpoint(checkpoint: str) -> str:
     """The quarantine query's own checkpoint, inside the job's."""
     return join(checkpoint, STATEKEEPER_DIR, QUARANTINE_CHECKPOINT)
+
+
+def quality_dir(output: str) -> str:
+    return join(output, QUALITY_DIR)
+
+
+def results_uri(output: str) -> str:
+    """The quality results table of a job writing ``output``."""
+    return join(quality_dir(output), RESULTS_TABLE)
+
+
+def backfill_ledger(table: str, key: str) -> str:
+    """The ledger entry saying backfill ``key`` was published into ``table``."""
+    return join(table, STATEKEEPER_DIR, BACKFILLS_DIR, f"{key}.json")
+
+
+def default_snapshot_root(job: str) -> str:
+    """Where a job's checkpoint snapshots go unless a command names another root."""
+    return str(data_dir() / "snapshots" / job)
 
 
 def join(uri: str, *parts: str) -> str:

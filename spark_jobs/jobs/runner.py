@@ -210,7 +210,7 @@ def run_job(
             f"statekeeper-{spec.name}", spec=spec, conf=conf, log_file=spark_log(spec)
         )
         if not own_session:
-            from spark_jobs.runtime.session import spec_confs
+            from spark_jobs.contract.spark_confs import spec_confs
 
             for k, v in {**spec_confs(spec), **(conf or {})}.items():
                 spark.conf.set(k, v)

@@ -11,30 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from spark_jobs.contract.errors import UserError
-from spark_jobs.contract.kafka import KafkaUri
+from spark_jobs.contract.kafka import KafkaUri, partitions
+from spark_jobs.contract.kafka import admin_client as _admin
 
 DEFAULT_PARTITIONS = 3
 TIMEOUT = 30.0  # seconds for topic creation and the final flush
-
-
-def _admin(bootstrap: str):  # -> AdminClient
-    from confluent_kafka.admin import AdminClient
-
-    return AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
-
-
-def partitions(target: KafkaUri, timeout: float = TIMEOUT) -> int:
-    """The topic's partition count; 0 when it does not exist."""
-    from confluent_kafka import KafkaException
-
-    try:
-        meta = _admin(target.bootstrap).list_topics(topic=target.topic, timeout=timeout)
-    except KafkaException as exc:
-        raise UserError(f"Kafka at {target.bootstrap} does not answer: {exc}") from exc
-    t = meta.topics.get(target.topic)
-    if t is None or t.error is not None:
-        return 0
-    return len(t.partitions)
 
 
 def ensure_topic(target: KafkaUri, n: int = DEFAULT_PARTITIONS, timeout: float = TIMEOUT) -> int:

@@ -39,7 +39,7 @@ def context(uri: str) -> Any:
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
-    local = paths.local_path(results.quality_dir(uri))
+    local = paths.local_path(paths.quality_dir(uri))
     root = local if local is not None else Path(tempfile.mkdtemp(prefix="statekeeper-gx-"))
     root.mkdir(parents=True, exist_ok=True)
     ctx = gx.get_context(mode="file", project_root_dir=str(root))

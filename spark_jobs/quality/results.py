@@ -1,4 +1,5 @@
-"""The results table ``<output>/_quality/results`` (Delta): one row per expectation per run.
+"""The results table ``<output>/_quality/results`` (Delta; named by
+:func:`spark_jobs.contract.paths.results_uri`): one row per expectation per run.
 
 It is also the quality runs' memory: the last validated version of each (table, suite) and the
 trailing runs' row counts for the volume check are read back from it.
@@ -18,8 +19,6 @@ from spark_jobs.contract import delta, paths
 
 log = logging.getLogger(__name__)
 
-QUALITY_DIR = "_quality"
-RESULTS_TABLE = "results"
 RESULTS_SCHEMA = (
     "run_id string, run_time timestamp, job string, table_uri string, suite string, "
     "version_from bigint, version_to bigint, mode string, check string, expectation string, "
@@ -30,14 +29,6 @@ STATUSES = ("pass", "warn", "fail")
 # Each run appends one small file and every run reads the table whole (History): past this many
 # files they are merged into one. Unmerged, 1,000 runs made that read 1.2-2.0 s; merged, 0.05 s.
 COMPACT_AT_FILES = 32
-
-
-def quality_dir(output: str) -> str:
-    return paths.join(output, QUALITY_DIR)
-
-
-def results_uri(output: str) -> str:
-    return paths.join(quality_dir(output), RESULTS_TABLE)
 
 
 @dataclass
@@ -178,7 +169,7 @@ def _arrow_schema() -> Any:
 def append(output: str, rows: list[ResultRow]) -> str:
     """Append a run's rows to the results table (created on first use) with ``deltalake``, so
     both engines record alike and no JVM is needed; returns its URI."""
-    uri = results_uri(output)
+    uri = paths.results_uri(output)
     if not rows:
         return uri
     import pyarrow as pa

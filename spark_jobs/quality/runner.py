@@ -48,7 +48,7 @@ def run_quality(
         )
     run_time = datetime.now()
     run_id = f"{run_time:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
-    out = QualityResult(spec.name, uri, run_id, run_time, results_table=results.results_uri(uri))
+    out = QualityResult(spec.name, uri, run_id, run_time, results_table=paths.results_uri(uri))
     history = results.History(out.results_table)
     quarantine_uri = paths.join(uri, paths.QUARANTINE_TABLE)
     last_main = history.last_version(uri, suite.name)

@@ -18,48 +18,19 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from spark_jobs.contract import paths
 from spark_jobs.contract.errors import UserError
+from spark_jobs.contract.jvm import (  # the pins and where the jars are: the contract's
+    JarList,
+    jar_name,
+    read_list,
+    spark_list,
+)
 
 BROKER_COMPLETE = ".complete"  # written last: a broker folder without it is a cut-off fetch
-SPARK_LIST = Path("include") / "spark" / "jars.txt"
 BROKER_LIST = Path("include") / "kafka" / "broker-jars.txt"
-
-
-@dataclass(frozen=True)
-class JarList:
-    """A jars file: Maven coordinates to resolve, and the SHA-256 each fetched jar must have
-    (``COORD sha256:HEX`` pins the coordinate's own jar; ``jar FILE sha256:HEX`` pins a jar that
-    Ivy resolves as a dependency)."""
-
-    path: Path
-    coords: list[str]
-    pins: dict[str, str]  # jar file name -> SHA-256
-
-
-def read_list(path: Path) -> JarList:
-    coords: list[str] = []
-    pins: dict[str, str] = {}
-    for n, raw in enumerate(path.read_text().splitlines(), 1):
-        words = raw.split("#", 1)[0].split()
-        if not words:
-            continue
-        if words[0] == "jar" and len(words) == 3 and words[2].startswith("sha256:"):
-            pins[words[1]] = words[2].removeprefix("sha256:")
-        elif len(words) in (1, 2) and words[0].count(":") == 2:
-            coords.append(words[0])
-            if len(words) == 2:
-                if not words[1].startswith("sha256:"):
-                    raise UserError(f"{path}:{n}: {words[1]!r} is not sha256:HEX")
-                pins[_jar_name(words[0])] = words[1].removeprefix("sha256:")
-        else:
-            raise UserError(
-                f"{path}:{n}: not 'GROUP:ARTIFACT:VERSION [sha256:HEX]' or 'jar FILE sha256:HEX'"
-            )
-    return JarList(path, coords, pins)
 
 
 def sha256(path: Path) -> str:
@@ -89,36 +60,12 @@ def verify(jar: Path, pins: JarList) -> None:
     )
 
 
-def spark_list() -> JarList:
-    return read_list(paths.project_root() / SPARK_LIST)
-
-
 def broker_list() -> JarList:
     return read_list(paths.project_root() / BROKER_LIST)
 
 
-def coordinates() -> list[str]:
-    return spark_list().coords
-
-
 def broker_coordinates() -> list[str]:
     return broker_list().coords
-
-
-def _jar_name(coord: str) -> str:
-    _group, artifact, version = coord.split(":")
-    return f"{artifact}-{version}.jar"
-
-
-def jar_paths() -> list[str]:
-    """The cached jars for ``spark.jars``; a one-line error when set-up has not fetched them."""
-    out = []
-    for coord in coordinates():
-        p = paths.jars_dir() / _jar_name(coord)
-        if not p.is_file():
-            raise UserError(f"Spark jar {p.name} is not in {paths.jars_dir()}; run `make setup`")
-        out.append(str(p))
-    return out
 
 
 def broker_classpath() -> str:
@@ -140,7 +87,7 @@ def fetch_spark() -> list[Path]:
     pins = spark_list()
     coords = pins.coords
     paths.jars_dir().mkdir(parents=True, exist_ok=True)
-    wanted = {c: paths.jars_dir() / _jar_name(c) for c in coords}
+    wanted = {c: paths.jars_dir() / jar_name(c) for c in coords}
     if all(p.is_file() for p in wanted.values()):
         for p in wanted.values():
             verify(p, pins)

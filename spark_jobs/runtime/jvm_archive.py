@@ -15,79 +15,26 @@ The archive is a cache, never a dependency:
   started by its own command line); ``STATEKEEPER_JVM_ARCHIVE=0`` turns it off.
 
     python -m spark_jobs.runtime.jvm_archive build    # what `make setup` runs (no-op when made)
+
+The archive's name and the options that map it are the contract's (:mod:`spark_jobs.contract.jvm`):
+the spark-submit command on the Airflow side passes them too. Building it is this module's.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from spark_jobs.contract import paths
-
-OFF = "STATEKEEPER_JVM_ARCHIVE"
-# The training run dumps here (set by build() for its child process only).
-_DUMP_TO = "STATEKEEPER_JVM_ARCHIVE_DUMP"
-_CHECK = "STATEKEEPER_JVM_ARCHIVE_CHECK"  # the check run maps the new archive before it is kept
-# CDS reports a mismatched archive (or a class it cannot keep) as a warning on stdout; the
-# archive is optional, so those lines are noise to a user.
-_QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off -Xlog:class+path=off"
-
-
-def _java() -> str:
-    home = os.environ.get("JAVA_HOME")
-    java = str(Path(home) / "bin" / "java") if home else shutil.which("java") or "java"
-    return os.path.realpath(java)
-
-
-def key() -> str:
-    """What the archive was made with: the JVM binary, pyspark's jars, the cached jars."""
-    import pyspark
-
-    from spark_jobs.runtime import jars
-
-    spark_jars = sorted(p.name for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar"))
-    ours = sorted(Path(p).name for p in jars.jar_paths())
-    parts = [_java(), pyspark.__version__, *spark_jars, *ours]
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
-
-
-def archive_path() -> Path:
-    return paths.cache_dir() / "jvm" / f"driver-{key()}.jsa"
-
-
-def java_options() -> str:
-    """The driver's JVM options for the archive: dumping (the training run), using it, or none."""
-    dump, check = os.environ.get(_DUMP_TO), os.environ.get(_CHECK)
-    if dump:
-        return f"-XX:ArchiveClassesAtExit={dump} {_QUIET}"
-    if check:  # a crash here is the check failing: its report goes beside the candidate
-        return f"-XX:SharedArchiveFile={check} -XX:ErrorFile={check}.hs_err_%p.log {_QUIET}"
-    if os.environ.get(OFF) == "0":
-        return ""
-    try:
-        path = archive_path()
-    except Exception:  # jars not fetched yet, no pyspark: no archive, the JVM starts as before
-        return ""
-    return f"-XX:SharedArchiveFile={path} {_QUIET}" if _intact(path) else ""
-
-
-def _size_file(archive: Path) -> Path:
-    return archive.with_suffix(".size")
-
-
-def _intact(archive: Path) -> bool:
-    """The archive is the file a checked build wrote. The JVM maps the file without comparing
-    its length to its header: a cut-off archive would crash every driver (SIGBUS), not be
-    ignored."""
-    try:
-        return archive.stat().st_size == int(_size_file(archive).read_text())
-    except (OSError, ValueError):
-        return False
+from spark_jobs.contract.jvm import (  # the archive's name and options: the contract's
+    CHECK,
+    DUMP_TO,
+    archive_path,
+    intact,
+    size_file,
+)
 
 
 def _driver(command: str, env: dict[str, str]) -> tuple[int, str, str]:
@@ -105,7 +52,7 @@ def _driver(command: str, env: dict[str, str]) -> tuple[int, str, str]:
 
 def _loads(archive: Path) -> bool:
     """A Spark driver starts and runs a query with ``archive`` mapped."""
-    code, out, _ = _driver("check", {_CHECK: str(archive)})
+    code, out, _ = _driver("check", {CHECK: str(archive)})
     return code == 0 and "archive ok" in out
 
 
@@ -124,14 +71,14 @@ def build() -> Path | None:
     """Make the archive for this JVM and jar set unless it exists; returns it, or None (with a
     warning) if it could not be made: Spark then starts without it."""
     final = archive_path()
-    if _intact(final):
+    if intact(final):
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
     for old in final.parent.glob("driver-*"):  # made for another JVM or jar set, or cut off
         old.unlink(missing_ok=True)
     tmp = final.with_suffix(".part")
     tmp.unlink(missing_ok=True)
-    code, out, err = _driver("train", {_DUMP_TO: str(tmp)})
+    code, out, err = _driver("train", {DUMP_TO: str(tmp)})
     pids = [int(w.split()[1]) for w in out.splitlines() if w.startswith("jvm-pid ")]
     # The JVM writes the archive as it exits, after the Python side has returned.
     made = code == 0 and pids and _wait_gone(pids[0], 120) and tmp.is_file()
@@ -141,7 +88,7 @@ def build() -> Path | None:
         for leftover in final.parent.glob(f"{tmp.name}*"):
             leftover.unlink(missing_ok=True)
         return None
-    _size_file(final).write_text(str(tmp.stat().st_size))
+    size_file(final).write_text(str(tmp.stat().st_size))
     tmp.rename(final)  # used only once whole, checked and its size recorded
     return final
 

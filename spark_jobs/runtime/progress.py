@@ -13,11 +13,12 @@ event records too (the supervisor's health check does).
 
 The log is rotated by size: past ``max_bytes()`` the file becomes ``progress.jsonl.1`` (older
 ones shift to ``.2`` ... ``.KEEP_ROTATED``, the oldest goes) and a new one starts. Reading is the
-contract's (:mod:`spark_jobs.contract.progress_log`, rotation-aware, typed records); the readers
-here return the records as logged, for the callers that still take dicts.
+contract's, one reader for both sides (:class:`spark_jobs.contract.progress_log.ProgressLog`,
+rotation-aware, typed records); ``read_progress`` and ``last_progress`` here are that reader's
+records as logged (``raw``), for the Spark-side callers that still take dicts.
 
 A batch reading Kafka also gets a top-level ``lag`` object: per topic, records behind the
-topic's latest offsets (spark_jobs.runtime.lag).
+topic's latest offsets (spark_jobs.contract.lag).
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from spark_jobs.contract import paths
+from spark_jobs.contract.lag import source_lag
 from spark_jobs.contract.progress_log import (
     HEARTBEAT,
     IDLE,
@@ -40,7 +42,6 @@ from spark_jobs.contract.progress_log import (
     log_uri,
     rotated,
 )
-from spark_jobs.runtime.lag import source_lag
 
 IDLE_LOG_EVERY = 60.0  # seconds; well below the supervisor's stalled limit (5 minutes)
 HEARTBEAT_EVERY_ENV = "STATEKEEPER_HEARTBEAT_SECONDS"
@@ -116,15 +117,6 @@ def _rotate(local: Path) -> None:
     os.replace(local, rotated(local, 1))
 
 
-def log_files(checkpoint: str) -> list[Path]:
-    """The local progress log's files, oldest first (rotated ones, then the current one)."""
-    return ProgressLog(checkpoint).files()
-
-
-def is_idle(record: dict[str, Any]) -> bool:
-    return record.get("event") == IDLE
-
-
 def is_batch(record: dict[str, Any]) -> bool:
     """A micro-batch's progress (not an idle or heartbeat record)."""
     return "event" not in record
@@ -133,12 +125,7 @@ def is_batch(record: dict[str, Any]) -> bool:
 def read_progress(checkpoint: str, idle: bool = False) -> list[dict[str, Any]]:
     """All batch progress records of a checkpoint, oldest first ([] when none yet); with
     ``idle``, the idle and heartbeat records too."""
-    return [r for r in iter_progress(checkpoint) if idle or is_batch(r)]
-
-
-def iter_progress(checkpoint: str) -> Iterator[dict[str, Any]]:
-    """Every record of the log (rotated files first), event records included, oldest first."""
-    return (r.raw for r in ProgressLog(checkpoint).forwards())
+    return [r.raw for r in ProgressLog(checkpoint).forwards() if idle or is_batch(r.raw)]
 
 
 def make_listener(
@@ -227,10 +214,3 @@ def last_progress(checkpoint: str) -> dict[str, Any] | None:
     """The newest batch record, read from the end of the log."""
     newest = ProgressLog(checkpoint).tail(1)
     return newest[0].raw if newest else None
-
-
-def progress_file_age_seconds(checkpoint: str) -> float | None:
-    local = paths.local_path(progress_path(checkpoint))
-    if local is None or not local.exists():
-        return None
-    return time.time() - Path(local).stat().st_mtime

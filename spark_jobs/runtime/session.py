@@ -6,32 +6,14 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from spark_jobs.contract import network, paths
+from spark_jobs.contract import jvm, network, paths
 from spark_jobs.contract import table_settings as tables
-from spark_jobs.runtime import jars
+from spark_jobs.contract.spark_confs import CHANGELOG_CONF, STATE_STORE_PROVIDERS, spec_confs
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from spark_jobs.contract.spec import JobSpec
-
-STATE_STORE_PROVIDERS = {
-    "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
-    "hdfs": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
-}
-CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
-
-
-def spec_confs(spec: JobSpec) -> dict[str, str]:
-    """The Spark confs a job's spec decides (state store, partitions, retention)."""
-    return {
-        "spark.sql.shuffle.partitions": str(spec.shuffle_partitions),
-        "spark.sql.streaming.stateStore.providerClass": STATE_STORE_PROVIDERS[spec.state_store],
-        CHANGELOG_CONF: str(spec.changelog_checkpointing).lower(),
-        "spark.sql.streaming.minBatchesToRetain": str(spec.min_batches_to_retain),
-        # the tables this job creates keep what its spec's tables.retention says
-        **tables.session_defaults(spec.tables.retention),
-    }
 
 
 def base_confs() -> dict[str, str]:
@@ -62,9 +44,7 @@ def _log_options(log_file: str | None) -> str:
     """Spark's log to ``log_file`` (default: $STATEKEEPER_SPARK_LOG or /tmp), console quiet."""
     target = log_file or os.environ.get("STATEKEEPER_SPARK_LOG", "/tmp/statekeeper-spark.log")
     props = paths.project_root() / "include" / "spark" / "log4j2.properties"
-    from spark_jobs.runtime import jvm_archive
-
-    archive = jvm_archive.java_options()  # the classes of a driver, mapped at start (set-up)
+    archive = jvm.java_options()  # the classes of a driver, mapped at start (set-up)
     return f"-Dlog4j2.configurationFile=file:{props} -Dstatekeeper.log.file={target} {archive}"
 
 
@@ -95,7 +75,7 @@ def build_session(
         builder = builder.master(master)
         settings.update(network.driver_confs(master))  # under spark-submit: its --conf
         settings["spark.driver.extraJavaOptions"] = _log_options(log_file)
-        settings["spark.jars"] = ",".join(jars.jar_paths())
+        settings["spark.jars"] = ",".join(jvm.jar_paths())
         settings["spark.driver.memory"] = os.environ.get("STATEKEEPER_DRIVER_MEMORY", "2g")
     if spec is not None:
         settings.update(spec_confs(spec))

@@ -12,7 +12,7 @@ from typing import Any
 
 
 def holder(ckpt: Path) -> dict | None:
-    from spark_jobs.runtime.lock import holder as lock_holder
+    from spark_jobs.contract.lock import holder as lock_holder
 
     return lock_holder(str(ckpt))
 
@@ -35,7 +35,7 @@ def progress_lines(ckpt: Path) -> int:
 def cleanup(ckpt: Path) -> None:
     """Never leave a driver behind, whatever the test did; and never kill a stranger that got a
     recorded pid since (pids wrap within minutes on a busy machine): check identity first."""
-    from spark_jobs.runtime import procs
+    from spark_jobs.contract import procs
 
     state_file = ckpt / "_statekeeper" / "supervisor.json"
     state = json.loads(state_file.read_text()) if state_file.exists() else {}

@@ -29,7 +29,7 @@ def test_guard_and_job_resolve_a_relative_data_checkpoint_to_the_same_folder(dat
     from airflow.sdk.exceptions import TaskDeferred
 
     from spark_jobs.cli import build_parser
-    from spark_jobs.runtime.lock import JobLock
+    from spark_jobs.contract.lock import JobLock
     from statekeeper.submit import SparkJobRunOperator
 
     folder = str(data / "checkpoints" / "replay")  # under $STATEKEEPER_DATA, not the checkout
@@ -86,7 +86,7 @@ def test_path_params_outside_their_roots_are_refused_before_anything_runs(data, 
 def test_path_params_inside_the_roots_pass_on_to_the_guard(data, monkeypatch):
     from airflow.sdk.exceptions import TaskDeferred
 
-    from spark_jobs.runtime.lock import JobLock
+    from spark_jobs.contract.lock import JobLock
     from statekeeper.submit import SparkJobRunOperator
 
     elsewhere = data.parent / "mounted"  # an extra root, e.g. a volume, added by configuration
@@ -157,8 +157,8 @@ def test_a_kafka_input_param_may_name_another_topic_of_the_jobs_cluster_never_an
     import yaml
     from airflow.sdk.exceptions import TaskDeferred
 
+    from spark_jobs.contract.lock import JobLock
     from spark_jobs.contract.paths import specs_dir
-    from spark_jobs.runtime.lock import JobLock
     from statekeeper.backfill import BackfillPlanOperator
     from statekeeper.operators import PublishAssetOperator
     from statekeeper.params import ParamOutsideRoots

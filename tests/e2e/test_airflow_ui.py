@@ -210,7 +210,7 @@ def test_streaming_health_page_and_api(api_server, data_dir, real_run):
     from playwright.sync_api import sync_playwright
 
     from bench.synthetic_progress import write_history
-    from spark_jobs.runtime.lock import JobLock
+    from spark_jobs.contract.lock import JobLock
 
     assert real_run.wait(timeout=900) == 0, (data_dir / "run.log").read_text()[-3000:]
     history = data_dir / "checkpoints" / HISTORY_JOB

@@ -29,8 +29,9 @@ import pytest
 from invariance import JOBS, Landing, cut, event_time, extras, pool, run_all
 from jobkit import parquet_timestamp_types, rows
 
+from spark_jobs.contract.backfill import refusal
 from spark_jobs.contract.spec import load_spec
-from spark_jobs.publish import publish_rows, refusal
+from spark_jobs.publish import publish_rows
 
 # The harness is one module-scoped fixture: ~10 runs of seven jobs and a killed child process.
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(3000)]

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_a_driver_takes_sparks_classes_from_the_archive(tmp_path):
-    assert jvm_archive._intact(jvm_archive.archive_path()), "no JVM class archive: `make setup`"
+    assert jvm_archive.intact(jvm_archive.archive_path()), "no JVM class archive: `make setup`"
     log = tmp_path / "classes.log"
     code = (
         "from spark_jobs.runtime import session\n"

@@ -18,10 +18,12 @@ from typing import Any
 
 import pytest
 
+from spark_jobs.contract import paths
+from spark_jobs.contract.backfill import SCOPE, published
 from spark_jobs.contract.errors import UserError
 from spark_jobs.io.tables import ddl_fields
 from spark_jobs.jobs import definition, definitions
-from spark_jobs.publish import LEDGER_DIR, SCOPE, publish_rows, published
+from spark_jobs.publish import publish_rows
 
 pytestmark = pytest.mark.integration
 
@@ -162,7 +164,7 @@ def test_a_published_key_outlives_delta_log_retention(spark, tmp_path):
     assert published(live, "k1") is not None  # the ledger under _statekeeper/ says so
     assert not publish_rows(spark, job, staged, live, "replace", "k1")["published"]
     # Without the ledger, Delta's own transaction id (kept in every checkpoint) stops the commit.
-    shutil.rmtree(Path(live) / LEDGER_DIR)
+    shutil.rmtree(Path(paths.backfill_ledger(live, "k1")).parent)
     publish_rows(spark, job, staged, live, "replace", "k1")
     assert version(spark, live) == before and content(spark, live) == rows
 

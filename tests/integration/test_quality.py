@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from spark_jobs.contract import paths
 from spark_jobs.contract.blocks import Quality
 from spark_jobs.contract.spec import load_spec
 from spark_jobs.io.tables import QUARANTINE
@@ -194,7 +195,7 @@ def test_clean_data_passes_and_each_injected_defect_is_caught(spark, tmp_path, j
     severities = {r.check: r.severity for r in second.rows}
     assert all(severities[c] == s for c, s in expected.items())
 
-    table = spark.read.format("delta").load(results.results_uri(str(out)))
+    table = spark.read.format("delta").load(paths.results_uri(str(out)))
     assert table.select("run_id").distinct().count() == 2
     failed = {
         r["check"] for r in table.where(f"run_id = '{second.run_id}' AND NOT success").collect()

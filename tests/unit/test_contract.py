@@ -105,12 +105,18 @@ def test_quality_macros_resolve_from_the_typed_block(tmp_path):
 
 
 def test_importing_the_contract_loads_neither_spark_nor_airflow():
+    """Every contract module, and naming the driver's class archive (the spark-submit command
+    on the Airflow side does)."""
     code = textwrap.dedent(
         """
-        import sys
-        import spark_jobs.contract.spec, spark_jobs.contract.lock
+        import importlib, pkgutil, sys
+        import spark_jobs.contract
+        for mod in pkgutil.iter_modules(spark_jobs.contract.__path__):
+            importlib.import_module("spark_jobs.contract." + mod.name)
+        from spark_jobs.contract import jvm
         from spark_jobs.contract.spec import load_spec
         load_spec("sessions")
+        jvm.java_options()  # names the class archive after pyspark's files, not importing it
         print(sorted(m for m in sys.modules if m.split(".")[0] in ("pyspark", "py4j", "airflow")))
         """
     )
@@ -151,7 +157,7 @@ def test_the_lock_refuses_a_second_holder_in_this_and_another_process(tmp_path):
 
 
 def test_the_job_lock_names_its_holder(tmp_path):
-    from spark_jobs.runtime.lock import JobLock, holder, is_held
+    from spark_jobs.contract.lock import JobLock, holder, is_held
 
     ck = str(tmp_path / "ckpt")
     with JobLock(ck, job="sessions", purpose="run"):

@@ -17,7 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins"))
 
-from spark_jobs.runtime import procs  # noqa: E402
+from spark_jobs.contract import procs  # noqa: E402
 from statekeeper import driver  # noqa: E402
 
 pytestmark = pytest.mark.unit
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.unit
 # in its command line), and on SIGTERM leaves a mark and exits 0 (or ignores it, when told).
 HOLDER = """
 import pathlib, signal, sys, time
-from spark_jobs.runtime.lock import JobLock
+from spark_jobs.contract.lock import JobLock
 ck, purpose, on_term = sys.argv[1], sys.argv[2], sys.argv[3]
 def term(*_):
     pathlib.Path(ck + ".sigterm").write_text("x")
@@ -70,9 +70,9 @@ def test_stop_never_signals_a_pid_that_is_not_the_recorded_driver(tmp_path):
     stranger = _start(["sleep", "300"])  # any process that got the pid since
     try:
         host, pid = socket.gethostname(), stranger.pid
-        reused = {"pid": pid, "pgid": pid, "host": host, "start": procs.start_ticks(pid) - 7}
+        reused = {"pid": pid, "pgid": pid, "host": host, "start": procs.start_time(pid) - 7}
         unrecorded = {"pid": pid, "pgid": pid, "host": host}  # an old file, no start time
-        not_a_driver = {**reused, "start": procs.start_ticks(pid)}  # right process, not a driver
+        not_a_driver = {**reused, "start": procs.start_time(pid)}  # right process, not a driver
         for state in (reused, unrecorded, not_a_driver):
             said = driver.stop(ck, state, grace=1)
             assert said.startswith("nothing stopped") and f"pid {pid}" in said, said

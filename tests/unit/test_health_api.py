@@ -180,7 +180,7 @@ def test_source_lag_shown_only_when_a_record_carries_it(client):
 
 
 def test_a_checkpoint_locked_for_maintenance_shows_maintenance(client):
-    from spark_jobs.runtime.lock import JobLock
+    from spark_jobs.contract.lock import JobLock
 
     http, root = client
     with JobLock(str(root / "checkpoints" / "keyed"), job="keyed", purpose="rollback"):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.contract import paths
+from spark_jobs.contract import jvm, paths
 from spark_jobs.contract.errors import UserError
 from spark_jobs.runtime import jars
 
@@ -33,7 +33,7 @@ def test_every_cached_jar_has_its_pinned_digest():
 @pytest.fixture
 def project(tmp_path, monkeypatch) -> Path:
     """A project root whose cache holds copies of the fetched jars."""
-    for rel in (jars.SPARK_LIST, jars.BROKER_LIST):
+    for rel in (jvm.SPARK_LIST, jars.BROKER_LIST):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / rel, tmp_path / rel)
     cached = tmp_path / ".cache" / "jars"

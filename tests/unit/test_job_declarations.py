@@ -110,7 +110,7 @@ def test_ddl_fields_split_only_top_level_commas():
 
 
 def test_publish_refuses_replace_for_a_job_without_a_scope_and_appends():
-    from spark_jobs.publish import SCOPE, refusal
+    from spark_jobs.contract.backfill import SCOPE, refusal
 
     assert "big_purchases" not in SCOPE
     assert "no SCOPE entry" in (refusal("big_purchases", "replace") or "")

@@ -1,9 +1,9 @@
 """An archive that is not whole is never handed to a JVM: it would crash it (SIGBUS), not be
-ignored (:mod:`spark_jobs.runtime.jvm_archive`)."""
+ignored (:mod:`spark_jobs.contract.jvm`)."""
 
 import pytest
 
-from spark_jobs.runtime import jvm_archive
+from spark_jobs.contract import jvm as jvm_archive
 
 pytestmark = pytest.mark.unit
 
@@ -15,7 +15,7 @@ def test_an_archive_that_is_not_whole_is_not_used(tmp_path, monkeypatch):
     assert jvm_archive.java_options() == ""  # none made
     archive.write_bytes(b"x" * 100)
     assert jvm_archive.java_options() == ""  # no recorded size: a build that did not finish
-    jvm_archive._size_file(archive).write_text("100")
+    jvm_archive.size_file(archive).write_text("100")
     assert f"-XX:SharedArchiveFile={archive}" in jvm_archive.java_options()
     archive.write_bytes(b"x" * 60)  # cut off later
     assert jvm_archive.java_options() == ""

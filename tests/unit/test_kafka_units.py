@@ -13,10 +13,10 @@ from spark_jobs.checkpoints.synthetic import make_checkpoint
 from spark_jobs.checkpoints.validate import validate_checkpoint
 from spark_jobs.contract.errors import UserError
 from spark_jobs.contract.kafka import parse
+from spark_jobs.contract.lag import source_lag
 from spark_jobs.contract.spec import load_spec, parse_spec
 from spark_jobs.io.sources import check_input
 from spark_jobs.kafka import source
-from spark_jobs.runtime.lag import source_lag
 from statekeeper.health import Thresholds, assess
 
 pytestmark = pytest.mark.unit

@@ -10,6 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins"))
 
+from spark_jobs.contract.progress_log import ProgressLog  # noqa: E402
 from spark_jobs.runtime import progress  # noqa: E402
 from statekeeper import driver  # noqa: E402
 from statekeeper.health import Thresholds, assess  # noqa: E402
@@ -23,7 +24,7 @@ def test_the_log_is_rotated_by_size_and_readers_read_every_file(tmp_path, monkey
     target = progress.progress_path(ckpt)
     for i in range(60):  # ~100 bytes a line: ~6 KB in 2 KB files
         progress.append_line(target, {"name": "q", "batchId": i, "pad": "x" * 60})
-    files = progress.log_files(ckpt)
+    files = ProgressLog(ckpt).files()
     names = [f.name for f in files]
     assert names == [f"progress.jsonl.{n}" for n in range(len(files) - 1, 0, -1)] + [
         "progress.jsonl"
@@ -34,7 +35,7 @@ def test_the_log_is_rotated_by_size_and_readers_read_every_file(tmp_path, monkey
     assert [r["batchId"] for r in driver.tail_progress(ckpt, n=40)] == list(range(20, 60))
     for i in range(60, 200):  # past KEEP_ROTATED files the oldest go: the log stays bounded
         progress.append_line(target, {"name": "q", "batchId": i, "pad": "x" * 60})
-    files = progress.log_files(ckpt)
+    files = ProgressLog(ckpt).files()
     assert len(files) == progress.KEEP_ROTATED + 1
     assert sum(f.stat().st_size for f in files) <= 2000 * (progress.KEEP_ROTATED + 1)
     kept = [r["batchId"] for r in progress.read_progress(ckpt)]

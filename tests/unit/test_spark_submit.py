@@ -40,10 +40,10 @@ def test_the_master_url_comes_from_the_connection(conn, master):
 
 
 def test_the_command_ships_the_package_and_jars_and_ends_with_the_run_arguments(monkeypatch):
-    from spark_jobs.runtime import jvm_archive
+    from spark_jobs.contract import jvm
     from statekeeper.spark_submit import SparkTarget, application
 
-    monkeypatch.setattr(jvm_archive, "java_options", lambda: "-XX:SharedArchiveFile=/c/d.jsa")
+    monkeypatch.setattr(jvm, "java_options", lambda: "-XX:SharedArchiveFile=/c/d.jsa")
 
     target = SparkTarget.from_connection(_conn("k8s://https://api", 6443, namespace="jobs"))
     path = str(Path(sys.executable).parent)  # the venv's bin: pyspark's spark-submit
@@ -64,7 +64,7 @@ def test_the_command_ships_the_package_and_jars_and_ends_with_the_run_arguments(
         "--driver-java-options": "-XX:SharedArchiveFile=/c/d.jsa",  # the driver runs here
     }
     assert cmd[-5:] == [application(), *args]
-    monkeypatch.setattr(jvm_archive, "java_options", lambda: "")  # none made: no option
+    monkeypatch.setattr(jvm, "java_options", lambda: "")  # none made: no option
     cmd = target.command(
         application(), args, name="statekeeper-sessions", py_files="/z.zip", jars="/a.jar,/b.jar",
         path=path,

@@ -51,7 +51,7 @@ def _fire(trigger) -> dict:
 def test_a_lock_held_for_maintenance_is_waited_for_not_restarted(ckpt, purpose):
     from dataclasses import asdict
 
-    from spark_jobs.runtime.lock import JobLock
+    from spark_jobs.contract.lock import JobLock
     from statekeeper.health import Thresholds
     from statekeeper.triggers import DriverWatchTrigger
 
@@ -70,7 +70,7 @@ def test_a_lock_held_for_maintenance_is_waited_for_not_restarted(ckpt, purpose):
 def test_the_supervisor_relaunches_after_maintenance_without_counting_a_restart(ckpt):
     from airflow.sdk.exceptions import TaskDeferred
 
-    from spark_jobs.runtime.lock import JobLock
+    from spark_jobs.contract.lock import JobLock
     from statekeeper import driver
 
     done = {**_event("dead"), "status": "maintenance_over"}
@@ -82,7 +82,7 @@ def test_the_supervisor_relaunches_after_maintenance_without_counting_a_restart(
 def test_restarts_are_checked_against_the_budget_when_recorded(ckpt):
     from airflow.sdk.exceptions import TaskDeferred
 
-    from spark_jobs.runtime.lock import JobLock
+    from spark_jobs.contract.lock import JobLock
     from statekeeper import driver
     from statekeeper.supervisor import RestartBudgetSpent
 
@@ -100,7 +100,7 @@ def test_restarts_are_checked_against_the_budget_when_recorded(ckpt):
 def test_a_stop_outlives_the_run_that_asked_for_it(ckpt):
     from airflow.sdk.exceptions import TaskDeferred
 
-    from spark_jobs.runtime.lock import JobLock
+    from spark_jobs.contract.lock import JobLock
     from statekeeper import driver
 
     said = _operator(ckpt, action="stop").execute({"params": {}})

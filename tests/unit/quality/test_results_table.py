@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 import pytest
 from deltalake import DeltaTable
 
+from spark_jobs.contract import paths
 from spark_jobs.quality import results
 from statekeeper.health_report import _last_quality
 
@@ -48,7 +49,7 @@ def test_many_runs_are_merged_into_few_files_and_read_back_whole(tmp_path):
     runs = results.COMPACT_AT_FILES + 2
     for i in range(runs):
         results.append(output, _run(i, "fail" if i == runs - 2 else "pass"))
-    uri = results.results_uri(output)
+    uri = paths.results_uri(output)
     # merged once past the bound, then one file per later run
     assert len(DeltaTable(uri).file_uris()) == 2
     rows = DeltaTable(uri).to_pyarrow_table(columns=["run_id", "check"]).to_pylist()

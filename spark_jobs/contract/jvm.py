@@ -1,0 +1,142 @@
+"""What a driver JVM is started with, named once: the jars Spark needs (pinned in
+``include/spark/jars.txt``, fetched into ``.cache/jars`` by ``make setup``) and the driver's class
+archive (its name keyed by the JVM and the jars, its options). Both the session builder (Spark
+side) and the spark-submit command (Airflow side) read them; fetching the jars
+(:mod:`spark_jobs.runtime.jars`) and building the archive (:mod:`spark_jobs.runtime.jvm_archive`)
+stay on the Spark side. Nothing here imports pyspark.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from spark_jobs.contract import paths
+from spark_jobs.contract.errors import UserError
+
+SPARK_LIST = Path("include") / "spark" / "jars.txt"
+
+
+# -- the jars ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class JarList:
+    """A jars file: Maven coordinates to resolve, and the SHA-256 each fetched jar must have
+    (``COORD sha256:HEX`` pins the coordinate's own jar; ``jar FILE sha256:HEX`` pins a jar that
+    Ivy resolves as a dependency)."""
+
+    path: Path
+    coords: list[str]
+    pins: dict[str, str]  # jar file name -> SHA-256
+
+
+def read_list(path: Path) -> JarList:
+    coords: list[str] = []
+    pins: dict[str, str] = {}
+    for n, raw in enumerate(path.read_text().splitlines(), 1):
+        words = raw.split("#", 1)[0].split()
+        if not words:
+            continue
+        if words[0] == "jar" and len(words) == 3 and words[2].startswith("sha256:"):
+            pins[words[1]] = words[2].removeprefix("sha256:")
+        elif len(words) in (1, 2) and words[0].count(":") == 2:
+            coords.append(words[0])
+            if len(words) == 2:
+                if not words[1].startswith("sha256:"):
+                    raise UserError(f"{path}:{n}: {words[1]!r} is not sha256:HEX")
+                pins[jar_name(words[0])] = words[1].removeprefix("sha256:")
+        else:
+            raise UserError(
+                f"{path}:{n}: not 'GROUP:ARTIFACT:VERSION [sha256:HEX]' or 'jar FILE sha256:HEX'"
+            )
+    return JarList(path, coords, pins)
+
+
+def spark_list() -> JarList:
+    return read_list(paths.project_root() / SPARK_LIST)
+
+
+def coordinates() -> list[str]:
+    return spark_list().coords
+
+
+def jar_name(coord: str) -> str:
+    _group, artifact, version = coord.split(":")
+    return f"{artifact}-{version}.jar"
+
+
+def jar_paths() -> list[str]:
+    """The cached jars for ``spark.jars``; a one-line error when set-up has not fetched them."""
+    out = []
+    for coord in coordinates():
+        p = paths.jars_dir() / jar_name(coord)
+        if not p.is_file():
+            raise UserError(f"Spark jar {p.name} is not in {paths.jars_dir()}; run `make setup`")
+        out.append(str(p))
+    return out
+
+
+# -- the driver's class archive (spark_jobs.runtime.jvm_archive builds it) ----------------------
+OFF = "STATEKEEPER_JVM_ARCHIVE"
+# The training run dumps here (set by build() for its child process only).
+DUMP_TO = "STATEKEEPER_JVM_ARCHIVE_DUMP"
+CHECK = "STATEKEEPER_JVM_ARCHIVE_CHECK"  # the check run maps the new archive before it is kept
+# CDS reports a mismatched archive (or a class it cannot keep) as a warning on stdout; the
+# archive is optional, so those lines are noise to a user.
+_QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off -Xlog:class+path=off"
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home) / "bin" / "java") if home else shutil.which("java") or "java"
+    return os.path.realpath(java)
+
+
+def key() -> str:
+    """What the archive was made with: the JVM binary, pyspark's jars, the cached jars."""
+    # pyspark's files and version, without importing it: the Airflow side names the archive too
+    found = importlib.util.find_spec("pyspark")
+    if found is None or found.origin is None:
+        raise UserError("pyspark is not installed: no JVM class archive")
+    spark_jars = sorted(p.name for p in (Path(found.origin).parent / "jars").glob("*.jar"))
+    ours = sorted(Path(p).name for p in jar_paths())
+    parts = [_java(), importlib.metadata.version("pyspark"), *spark_jars, *ours]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def archive_path() -> Path:
+    return paths.cache_dir() / "jvm" / f"driver-{key()}.jsa"
+
+
+def java_options() -> str:
+    """The driver's JVM options for the archive: dumping (the training run), using it, or none."""
+    dump, check = os.environ.get(DUMP_TO), os.environ.get(CHECK)
+    if dump:
+        return f"-XX:ArchiveClassesAtExit={dump} {_QUIET}"
+    if check:  # a crash here is the check failing: its report goes beside the candidate
+        return f"-XX:SharedArchiveFile={check} -XX:ErrorFile={check}.hs_err_%p.log {_QUIET}"
+    if os.environ.get(OFF) == "0":
+        return ""
+    try:
+        path = archive_path()
+    except Exception:  # jars not fetched yet, no pyspark: no archive, the JVM starts as before
+        return ""
+    return f"-XX:SharedArchiveFile={path} {_QUIET}" if intact(path) else ""
+
+
+def size_file(archive: Path) -> Path:
+    return archive.with_suffix(".size")
+
+
+def intact(archive: Path) -> bool:
+    """The archive is the file a checked build wrote. The JVM maps the file without comparing
+    its length to its header: a cut-off archive would crash every driver (SIGBUS), not be
+    ignored."""
+    try:
+        return archive.stat().st_size == int(size_file(archive).read_text())
+    except (OSError, ValueError):
+        return False
