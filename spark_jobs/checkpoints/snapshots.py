@@ -26,7 +26,8 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from spark_jobs.checkpoints.layout import STATEKEEPER_DIR, filesystem, list_files, read_layout
+from spark_jobs.checkpoints.files import filesystem, list_files
+from spark_jobs.checkpoints.layout import STATEKEEPER_DIR, read_layout
 from spark_jobs.checkpoints.manifests import MANIFEST, list_snapshots, next_seq
 from spark_jobs.checkpoints.roots import Target
 from spark_jobs.contract import paths

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.checkpoints import validate as V
+from spark_jobs.checkpoints import findings as V
 from spark_jobs.checkpoints.cli import register  # noqa: F401  (the subcommand exists)
 from spark_jobs.checkpoints.inspect import inspect_checkpoint
 from spark_jobs.checkpoints.layout import read_layout
