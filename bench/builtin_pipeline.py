@@ -18,7 +18,7 @@ def main(argv: list[str]) -> int:
 
     from bench import suite
     from spark_jobs.contract.spec import load_spec
-    from spark_jobs.io import events as ev
+    from spark_jobs.io import event_kinds as ev
     from spark_jobs.runtime.session import build_session
 
     spec = load_spec(job)
