@@ -24,7 +24,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from spark_jobs.contract.errors import UserError
 from spark_jobs.contract.progress_log import BatchProgress, Heartbeat, IdleEvent, ProgressLog
 from spark_jobs.contract.spec import JobSpec
-from statekeeper import dag_ids, health_page, health_report
+from statekeeper import dag_ids, health_history, health_page, health_report
 
 STATIC = Path(__file__).resolve().parent / "static"
 STATIC_FILES = {"health.css": "text/css", "icon.svg": "image/svg+xml"}
@@ -154,7 +154,7 @@ def api_progress(
     since_t, until_t = _time(since, "since"), _time(until, "until")
     records = ProgressLog(spec.checkpoint).tail(limit, since=since_t, until=until_t, kinds=kinds)
     raw = [r.raw for r in records]  # exactly as logged
-    return health_report.with_older(spec, raw, limit, since_t, until_t)  # rotated-away history
+    return health_history.with_older(spec, raw, limit, since_t, until_t)  # rotated-away history
 
 
 @router.get("/api/jobs/{job}/series")
@@ -171,7 +171,7 @@ def api_series(
     start, last = _range(range, time.time())
     if since is not None:
         start, last = _time(since, "since"), None
-    return health_report.series(spec, start, _time(until, "until"), last, points)
+    return health_history.series(spec, start, _time(until, "until"), last, points)
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -190,7 +190,7 @@ def job_page(
     spec = access.job(job)
     now = time.time()
     start, last = _range(range, now)
-    data = health_report.series(spec, start, None, last, 300)
+    data = health_history.series(spec, start, None, last, 300)
     row = health_report.job_row(spec, now)
     ranges = {k: v[0] for k, v in RANGES.items()}
     return health_page.job(row, data, range, ranges, base=request.scope.get("root_path", ""))
