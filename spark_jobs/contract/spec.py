@@ -22,6 +22,7 @@ from spark_jobs.contract.blocks import Freshness, Quality, Snapshots, Supervise,
 from spark_jobs.contract.durations import parse_seconds
 from spark_jobs.contract.errors import UserError
 from spark_jobs.contract.kafka import check_cluster, clusters_of, is_kafka
+from spark_jobs.contract.spec_errors import one_line
 
 DEFAULT_MAX_FUTURE_SECONDS = 86400.0  # max_future's default (1 day)
 # max_future covers clock skew (a day or so). Past about 31,000 years, clock + max_future
@@ -257,7 +258,8 @@ _Maybe = BeforeValidator(_empty_is_default)
 class SpecFile(BaseModel):
     """A spec file as written (``include/jobs/JOB.yaml``): every key, its type and its default,
     in one place. :func:`parse_spec` turns it into a :class:`JobSpec` (paths resolved, the
-    trigger parsed); a bad value is one line naming the file and the key (:func:`_one_line`)."""
+    trigger parsed); a bad value is one line naming the file and the key
+    (:func:`spark_jobs.contract.spec_errors.one_line`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -297,56 +299,6 @@ class SpecFile(BaseModel):
     completeness: Completeness = "hourly"
 
 
-# What a bad value of these keys must be, in the one line (the rest: pydantic's own words).
-_NEEDS = {
-    "inputs": "map an input kind to a folder",
-    "watermark": "be a duration such as 30s or 10 minutes",
-    "max_future": "be positive and at most 100 years",
-    "kafka_options": "map consumer properties to values",
-}
-BLOCKS = {
-    "quality": Quality,
-    "snapshots": Snapshots,
-    "supervise": Supervise,
-    "tables": Tables,
-    "freshness": Freshness,
-}
-
-
-def _one_line(exc: ValidationError, raw: dict[str, Any], where: str) -> str:
-    """The first error of ``exc`` as one line naming the spec file and the key."""
-    err = exc.errors(include_url=False)[0]
-    loc = [str(p) for p in err["loc"]]
-    key = loc[0] if loc else ""
-    kind = err["type"]
-    if kind == "extra_forbidden" and len(loc) == 1:
-        unknown = sorted(set(raw) - set(SpecFile.model_fields))
-        return f"job spec {where}: unknown key(s) {', '.join(unknown)}"
-    if kind == "missing" and len(loc) == 1:
-        return f"job spec {where}: missing required key {key!r}"
-    if key in BLOCKS:
-        return _block_line(BLOCKS[key], key, loc[1:], err, where)
-    if kind == "literal_error":
-        allowed = ", ".join(get_args(SpecFile.model_fields[key].annotation))
-        return f"job spec {where}: {key} must be one of {allowed}, not {err['input']!r}"
-    if key in _NEEDS:
-        return f"job spec {where}: {key} must {_NEEDS[key]}"
-    return f"job spec {where}: {'.'.join(loc)} {err['msg'][0].lower()}{err['msg'][1:]}, not {err['input']!r}"
-
-
-def _block_line(model: Any, block: str, loc: list[str], err: Any, where: str) -> str:
-    """The line of an error inside a block (``quality.freshness_sla``)."""
-    if not loc:
-        return f"job spec {where}: {block} must be a mapping, not {err['input']!r}"
-    key = loc[0]
-    if err["type"] == "extra_forbidden":
-        known = ", ".join(model.model_fields)
-        return f"job spec {where}: unknown key {block}.{key}; {block} takes {known}"
-    info = model.model_fields.get(key)
-    need = info.description if info is not None and info.description else err["msg"]
-    return f"job spec {where}: {block}.{key} must be {need}, not {err['input']!r}"
-
-
 def parse_spec(raw: dict[str, Any], where: str, default_name: str | None = None) -> JobSpec:
     """The spec file's mapping ``raw`` (from ``where``) checked against :class:`SpecFile`,
     as the :class:`JobSpec` the commands and DAGs use."""
@@ -355,7 +307,7 @@ def parse_spec(raw: dict[str, Any], where: str, default_name: str | None = None)
     try:
         f = SpecFile.model_validate(raw)
     except ValidationError as exc:
-        raise UserError(_one_line(exc, raw, where)) from None
+        raise UserError(one_line(exc, SpecFile, raw, where)) from None
     resolved = {str(k): paths.resolve(str(v)) for k, v in f.inputs.items()}
     return JobSpec(
         name=str(f.name if f.name is not None else default_name),
