@@ -42,22 +42,16 @@ def maintenance_dag(doc_md: str | None = None) -> DAG:
     ) as dag:
         for spec in specs:
             v = CheckpointValidateOperator(
-                task_id=f"validate_{spec.name}",
-                arguments=["checkpoint", "validate", spec.name],
-                retries=0,
+                task_id=f"validate_{spec.name}", job=spec.name, retries=0
             )
             snap = SparkJobsCliOperator(
-                task_id=f"snapshot_{spec.name}",
-                arguments=["checkpoint", "snapshot", spec.name],
+                task_id=f"snapshot_{spec.name}", command=["checkpoint", "snapshot"], job=spec.name
             )
             prune = SparkJobsCliOperator(
                 task_id=f"prune_{spec.name}",
-                arguments=[
-                    "checkpoint",
-                    "prune",
-                    spec.name,
-                    "{{ '--dry-run' if params.dry_run else '' }}",
-                ],
+                command=["checkpoint", "prune"],
+                job=spec.name,
+                flags=["{{ '--dry-run' if params.dry_run else '' }}"],
             )
             v >> snap >> prune
     return dag
@@ -86,10 +80,8 @@ def quality_dag(doc_md: str | None = None) -> DAG:
         for spec in specs:
             QualityCheckOperator(
                 task_id=f"quality_{spec.name}",
-                arguments=[
-                    "quality", spec.name,
-                    "--table", jinja(f"(params.tables_root ~ '/{spec.name}') if params.tables_root else ''"),
-                ],
+                job=spec.name,
+                overrides={"output": jinja(f"(params.tables_root ~ '/{spec.name}') if params.tables_root else ''")},
                 skip_reason=jinja(f"'' if '{spec.name}' in params.jobs else 'not in params.jobs'"),
             )  # fmt: skip
     return dag
@@ -121,10 +113,9 @@ def table_maintenance_dag(job: str, doc_md: str | None = None) -> DAG:
     ) as dag:
         SparkJobsCliOperator(
             task_id="maintain",
-            arguments=[
-                "table", "maintain", spec.name, "--json",
-                "{{ '--dry-run' if params.dry_run else '' }}",
-            ],
+            command=["table", "maintain"],
+            job=spec.name,
+            flags=["--json", "{{ '--dry-run' if params.dry_run else '' }}"],
             doc_md="`python -m spark_jobs table maintain JOB --json`; safe beside the running job.",
         )  # fmt: skip
     return dag

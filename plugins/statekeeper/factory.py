@@ -116,13 +116,8 @@ def catchup_dag(job: str, doc_md: str | None = None) -> DAG:
     ) as dag:
         validate = CheckpointValidateOperator(
             task_id="validate_checkpoint",
-            arguments=[
-                "checkpoint",
-                "validate",
-                job,
-                "--checkpoint",
-                "{{ params.checkpoint or '' }}",
-            ],
+            job=job,
+            overrides={"checkpoint": "{{ params.checkpoint or '' }}"},
             doc_md="Refuse to submit on a checkpoint with errors (exit 20); warnings (10) are logged.",
             retries=0,
         )
@@ -137,7 +132,8 @@ def catchup_dag(job: str, doc_md: str | None = None) -> DAG:
         )
         quality = QualityCheckOperator(
             task_id="quality_check",
-            arguments=["quality", job, "--table", "{{ params.output or '' }}"],
+            job=job,
+            overrides={"output": "{{ params.output or '' }}"},
             skip_reason="{{ '' if params.run_quality else 'run_quality is off' }}",
             doc_md="Great Expectations suite of the table; a `fail` finding fails the task.",
         )
@@ -198,20 +194,22 @@ def backfill_dag(doc_md: str | None = None) -> DAG:
         )  # fmt: skip
         check = QualityCheckOperator(
             task_id="validate_staged",
-            arguments=["quality", "{{ params.job }}", "--table", _plan("staged_table")],
+            job="{{ params.job }}",
+            overrides={"output": _plan("staged_table")},
             doc_md="The job's quality suite on the staged table; a `fail` finding stops the backfill.",
         )
         publish = SparkJobsSubmitOperator(
             task_id="publish",
             name="statekeeper-publish",
-            arguments=[
-                "publish", "{{ params.job }}",
-                "--staged", _plan("staged_table"),
-                "--staged-checkpoint", _plan("staged_checkpoint"),
-                "--output", _plan("live_table"),
-                "--mode", "{{ params.mode }}",
-                "--key", _plan("key"),
-            ],
+            command=["publish"],
+            job="{{ params.job }}",
+            overrides={
+                "staged": _plan("staged_table"),
+                "staged_checkpoint": _plan("staged_checkpoint"),
+                "output": _plan("live_table"),
+                "mode": "{{ params.mode }}",
+                "key": _plan("key"),
+            },
             skip_reason=jinja("'dry run: staged table left at ' ~ ti.xcom_pull(task_ids='plan')['staged_table'] if params.dry_run else ''"),
             report_table=_plan("live_table"),
             doc_md="Makes the staged rows visible in the live table in one Delta commit, holding the live job's lock; `append` is refused when the backfill read a file the live job already read. The key goes to the table's `_statekeeper/backfills/` ledger, so a key already published is a no-op.",
