@@ -103,7 +103,7 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--smoke", action="store_true", help="a tiny, fast version (CI)")
     parser.add_argument(
@@ -132,93 +132,90 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--work", default=None, help="where data and runs go (default .data/bench[-smoke])"
     )
-    args = parser.parse_args(argv)
+    return parser
 
-    from spark_jobs.contract import paths
 
-    root = Path(os.environ.get("STATEKEEPER_HOME") or paths.project_root())
-    work = (
-        Path(args.work)
-        if args.work
-        else root / ".data" / ("bench-smoke" if args.smoke else "bench")
-    )
-    work.mkdir(parents=True, exist_ok=True)
+def _params(args: argparse.Namespace) -> dict[str, Any]:
     p = dict(SMOKE if args.smoke else FULL)
     if args.events:
         p["events"] = p["parse_events"] = p["e2e_events"] = p["batch_events"] = args.events
     if args.keys:
         p["key_sweep"] = [int(k) for k in args.keys.split(",")]
         p["e2e_keys"] = p["key_sweep"][-1]
-    wanted = args.only or [*BENCHES, *HELPERS]
-    results: dict[str, Any] = {
-        "smoke": args.smoke,
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "params": p,
-    }
+    return p
 
+
+def _heavy(name: str, wanted: list[str], args: argparse.Namespace) -> bool:
+    """Whether to run a heavy bench: asked for, and not skipped by a smoke run of everything
+    (CI), where whole-process rounds would cost minutes."""
+    return name in wanted and not (args.smoke and not args.only)
+
+
+def _in_session(
+    spark: Any, wanted: list[str], args: argparse.Namespace, p: dict[str, Any], work: Path
+) -> dict[str, Any]:
+    """The benchmarks that time work inside one warm Spark session."""
     from bench import bench_e2e, suite
-    from spark_jobs.runtime.session import build_session
 
-    started = time.perf_counter()
-    # the helpers start their own processes: no session when only they run
-    in_session = set(BENCHES) - {"e2e", "batches", "startup"}  # those time whole processes
-    spark = build_session("statekeeper-bench") if set(wanted) & in_session else None
-    try:
-        if "throughput" in wanted:
-            print("1. throughput against Spark's built-in aggregations", flush=True)
-            results["throughput"] = suite.throughput(
-                spark,
-                work,
-                p["events"],
-                p["key_sweep"],
-                warm_up=not args.smoke,
-                fraud=not args.smoke,
-                rounds=args.rounds or (1 if args.smoke else 2),
-            )
-        if "executors" in wanted:
-            print("2. per-key executor against batched executor, identical input", flush=True)
-            results["executors"] = suite.executors(spark, work, p["exec_events"], p["exec_keys"])
-        if "catchup" in wanted:
-            print("3. available-now catch-up through the runner", flush=True)
-            results["catchup"] = suite.catch_up(
-                spark,
-                work,
-                p["catchup_events"],
-                p["catchup_keys"],
-                p["catchup_calls"],
-                p["catchup_files_per_batch"],
-                n_probes=2 if args.smoke else 5,
-            )
-        if "stores" in wanted and not (args.smoke and not args.only):  # the smoke skips it
-            print(
-                "4. RocksDB with changelog checkpointing against the HDFS-backed store", flush=True
-            )
-            results["stores"] = suite.stores(
-                spark, work, p["store_events"], p["store_keys"], p["store_files"]
-            )
-        # Not in the smoke run of everything (CI): the whole-process rounds cost minutes.
-        if "parse" in wanted and not (args.smoke and not args.only):
-            print("5. parse + validate + quarantine against Spark's JSON reader", flush=True)
-            results["parse"] = bench_e2e.parse(
-                spark, work, p["parse_events"], args.rounds or (1 if args.smoke else 3)
-            )
-    finally:
-        if spark is not None:
-            spark.stop()
-    if "e2e" in wanted and not (args.smoke and not args.only):
+    out: dict[str, Any] = {}
+    if "throughput" in wanted:
+        print("1. throughput against Spark's built-in aggregations", flush=True)
+        out["throughput"] = suite.throughput(
+            spark,
+            work,
+            p["events"],
+            p["key_sweep"],
+            warm_up=not args.smoke,
+            fraud=not args.smoke,
+            rounds=args.rounds or (1 if args.smoke else 2),
+        )
+    if "executors" in wanted:
+        print("2. per-key executor against batched executor, identical input", flush=True)
+        out["executors"] = suite.executors(spark, work, p["exec_events"], p["exec_keys"])
+    if "catchup" in wanted:
+        print("3. available-now catch-up through the runner", flush=True)
+        out["catchup"] = suite.catch_up(
+            spark,
+            work,
+            p["catchup_events"],
+            p["catchup_keys"],
+            p["catchup_calls"],
+            p["catchup_files_per_batch"],
+            n_probes=2 if args.smoke else 5,
+        )
+    if _heavy("stores", wanted, args):
+        print("4. RocksDB with changelog checkpointing against the HDFS-backed store", flush=True)
+        out["stores"] = suite.stores(
+            spark, work, p["store_events"], p["store_keys"], p["store_files"]
+        )
+    if _heavy("parse", wanted, args):
+        print("5. parse + validate + quarantine against Spark's JSON reader", flush=True)
+        out["parse"] = bench_e2e.parse(
+            spark, work, p["parse_events"], args.rounds or (1 if args.smoke else 3)
+        )
+    return out
+
+
+def _whole_processes(
+    wanted: list[str], args: argparse.Namespace, p: dict[str, Any], work: Path
+) -> dict[str, Any]:
+    """The benchmarks that time whole commands, each its own process."""
+    from bench import bench_e2e
+
+    out: dict[str, Any] = {}
+    if _heavy("e2e", wanted, args):
         print(
             "6. whole processes: python -m spark_jobs run against a built-in pipeline", flush=True
         )
-        results["e2e"] = bench_e2e.e2e(
-            work, p["e2e_events"], p["e2e_keys"], args.rounds or (1 if args.smoke else 2),
-            tuple(args.e2e_jobs.split(",")),
-        )  # fmt: skip
-    if "batches" in wanted and not (args.smoke and not args.only):
+        jobs = tuple(args.e2e_jobs.split(","))
+        rounds = args.rounds or (1 if args.smoke else 2)
+        out["e2e"] = bench_e2e.e2e(work, p["e2e_events"], p["e2e_keys"], rounds, jobs)
+    if _heavy("batches", wanted, args):
         print("7. where a micro-batch's time goes (sessions, three arrivals)", flush=True)
-        results["batches"] = batch_costs.measure(work, p["batch_events"])
-    if "startup" in wanted and not (args.smoke and not args.only):
+        out["batches"] = batch_costs.measure(work, p["batch_events"])
+    if _heavy("startup", wanted, args):
         print("8. a run with nothing new, with and without the driver's class archive", flush=True)
-        results["startup"] = bench_e2e.startup(work, args.rounds or 3)
+        out["startup"] = bench_e2e.startup(work, args.rounds or 3)
     for name, module in HELPERS.items():
         if name not in wanted or args.skip_helpers:
             continue
@@ -226,9 +223,38 @@ def main(argv: list[str] | None = None) -> int:
             helper = importlib.import_module(module)
         except ModuleNotFoundError:
             continue
-        helper_args = ["--smoke"] if args.smoke else []
-        got = helper.main(helper_args)
-        results[name] = got if isinstance(got, dict) else {"exit_code": got}
+        got = helper.main(["--smoke"] if args.smoke else [])
+        out[name] = got if isinstance(got, dict) else {"exit_code": got}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from spark_jobs.contract import paths
+
+    root = Path(os.environ.get("STATEKEEPER_HOME") or paths.project_root())
+    default_work = root / ".data" / ("bench-smoke" if args.smoke else "bench")
+    work = Path(args.work) if args.work else default_work
+    work.mkdir(parents=True, exist_ok=True)
+    p = _params(args)
+    wanted = args.only or [*BENCHES, *HELPERS]
+    results: dict[str, Any] = {
+        "smoke": args.smoke,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "params": p,
+    }
+    from spark_jobs.runtime.session import build_session
+
+    started = time.perf_counter()
+    # the helpers start their own processes: no session when only they run
+    in_session = set(BENCHES) - {"e2e", "batches", "startup"}  # those time whole processes
+    spark = build_session("statekeeper-bench") if set(wanted) & in_session else None
+    try:
+        results.update(_in_session(spark, wanted, args, p, work))
+    finally:
+        if spark is not None:
+            spark.stop()
+    results.update(_whole_processes(wanted, args, p, work))
     results["seconds"] = round(time.perf_counter() - started, 1)
     print(table(results), flush=True)
     out = root / "bench" / "results" / ("smoke.json" if args.smoke else "latest.json")

@@ -87,12 +87,12 @@ def e2e(
 def parse(spark: Any, work: Path, events: int, rounds: int) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
+    from spark_jobs.io import event_kinds, sinks
     from spark_jobs.io import events as ev
-    from spark_jobs.io import sinks
 
     data = suite.dataset(work, "clickstream", events, max(events // 10, 1), calls=1)
     files = str(data)
-    schema = f"{ev.spark_schema('clickstream')}, _corrupt string"
+    schema = f"{event_kinds.spark_schema('clickstream')}, _corrupt string"
 
     def ours() -> None:
         lines = (

@@ -133,11 +133,11 @@ def over_http(work: Path, n: int) -> dict[str, Any]:
 def in_process(work: Path, n: int) -> dict[str, Any]:
     from fastapi.testclient import TestClient
 
-    from statekeeper import health_report
+    from statekeeper import health_memo
     from statekeeper.health_app import create_app
 
     os.environ["STATEKEEPER_SPECS"] = str(work / "specs")
-    health_report._memo.clear()
+    health_memo._memo.clear()
     client = TestClient(create_app(auth=False))
     out = {}
     for name, path in ROUTES.items():

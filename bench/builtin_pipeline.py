@@ -16,9 +16,9 @@ def main(argv: list[str]) -> int:
     started = time.time()
     from pyspark.sql import functions as F
 
-    from bench import suite
+    from bench import builtins
     from spark_jobs.contract.spec import load_spec
-    from spark_jobs.io import events as ev
+    from spark_jobs.io import event_kinds as ev
     from spark_jobs.runtime.session import build_session
 
     spec = load_spec(job)
@@ -33,7 +33,9 @@ def main(argv: list[str]) -> int:
     )
     good = lines.where(F.col("_corrupt").isNull()).drop("_corrupt")
     df = (
-        suite.sessions_builtin(good, spec) if job == "sessions" else suite.fraud_builtin(good, spec)
+        builtins.sessions_builtin(good, spec)
+        if job == "sessions"
+        else builtins.fraud_builtin(good, spec)
     )
     q = (
         df.writeStream.format("delta").outputMode("append").option("checkpointLocation", ckpt)

@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from bench import builtins
 from bench.sampler import PeakRss
 from spark_jobs.contract.spark_confs import spec_confs
 from spark_jobs.contract.spec import JobSpec, load_spec
@@ -93,80 +94,13 @@ def fraud_job(spark: Any, spec: JobSpec) -> Any:
 
 
 def session_window(spark: Any, spec: JobSpec) -> Any:
-    """What a user would write with Spark's built-in session windows to produce the same table:
-    same gap and watermark, and every output column of the contract, ``last_pages`` and
-    ``session_id`` included, so the two jobs do the same work and their tables can be compared
-    row for row. Spark's session ends at the last event + gap; the contract's ``session_end`` is
-    the last event, hence ``max(event_time)``."""
-    return sessions_builtin(good_stream(spark, spec), spec)
-
-
-def sessions_builtin(events: Any, spec: JobSpec) -> Any:
-    """:func:`session_window` over any stream of typed clickstream events."""
-    from pyspark.sql import functions as F
-
-    from spark_jobs.contract.durations import spark_interval
-    from spark_jobs.jobs.sessions import Params
-
-    p = Params.of(spec)
-    max_pages = p.last_pages
-    good = events.withWatermark("event_time", spark_interval(spec.watermark_seconds))
-    s = F.session_window("event_time", spark_interval(p.gap))
-    et = F.col("event_type")
-    page_view = F.when(
-        (et == "page_view") & F.col("page").isNotNull(),
-        F.struct("event_time", "event_id", "page"),
-    )
-    pages = F.sort_array(F.col("pages"))  # (time, event_id, page) order, as the job keeps them
-    last = F.slice(pages, F.greatest(F.size(pages) - (max_pages - 1), F.lit(1)), max_pages)
-    start_ms = F.unix_millis(F.col("s.start")).cast("string")
-    return (
-        good.groupBy("user_id", s.alias("s"))
-        .agg(
-            F.max("event_time").alias("session_end"),
-            F.count(F.lit(1)).alias("events"),
-            F.sum((et == "page_view").cast("long")).alias("page_views"),
-            F.sum(F.coalesce("duration_sec", F.lit(0))).alias("total_duration_sec"),
-            F.collect_list(page_view).alias("pages"),
-            F.max(et == "purchase").alias("purchased"),
-            F.max(et == "checkout").alias("checkout_viewed"),
-        )
-        .select(
-            "user_id",
-            F.substring(F.sha1(F.concat_ws("|", "user_id", start_ms)), 1, 20).alias("session_id"),
-            F.col("s.start").alias("session_start"),
-            "session_end",
-            "events",
-            "page_views",
-            "total_duration_sec",
-            F.transform(last, lambda p: p["page"]).alias("last_pages"),
-            "purchased",
-            "checkout_viewed",
-        )
-    )
+    """The built-in sessions pipeline (:func:`bench.builtins.sessions_builtin`) over the files."""
+    return builtins.sessions_builtin(good_stream(spark, spec), spec)
 
 
 def failure_windows(spark: Any, spec: JobSpec) -> Any:
     """The built-in stand-in for fraud alerts: users with >= threshold failures in a window."""
-    return fraud_builtin(good_stream(spark, spec), spec)
-
-
-def fraud_builtin(events: Any, spec: JobSpec) -> Any:
-    """:func:`failure_windows` over any stream of typed auth events."""
-    from pyspark.sql import functions as F
-
-    from spark_jobs.contract.durations import spark_interval
-    from spark_jobs.jobs.fraud_alerts import Params
-
-    p = Params.of(spec)
-    good = events.withWatermark("event_time", spark_interval(spec.watermark_seconds))
-    w = F.window("event_time", spark_interval(p.failure_gap))
-    return (
-        good.where(F.col("event_type") == "LOGIN_FAILED").groupBy("user_id", w.alias("w"))
-        .agg(F.count(F.lit(1)).alias("failed_attempts"), F.approx_count_distinct("ip").alias("distinct_ips"))
-        .where(F.col("failed_attempts") >= p.threshold)
-        .select("user_id", F.col("w.end").alias("alert_time"), "failed_attempts", "distinct_ips")
-    )  # fmt: skip
+    return builtins.fraud_builtin(good_stream(spark, spec), spec)
 
 
 def count_floor(spark: Any, spec: JobSpec) -> Any:

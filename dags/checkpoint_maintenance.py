@@ -7,6 +7,6 @@ always does) and `checkpoint prune` (keeps the spec's count and recovery
 window; `dry_run` only says what would go).
 """
 
-from statekeeper.factory import maintenance_dag  # builds an airflow.sdk DAG from the job specs
+from statekeeper.care_dags import maintenance_dag  # builds an airflow.sdk DAG from the job specs
 
 dag = maintenance_dag(doc_md=__doc__)

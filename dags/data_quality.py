@@ -5,6 +5,6 @@ for the selected jobs' tables: daily, and on demand from the UI. A `fail` findin
 task; `warn` findings are recorded in the results table and pass.
 """
 
-from statekeeper.factory import quality_dag  # builds an airflow.sdk DAG from the job specs
+from statekeeper.care_dags import quality_dag  # builds an airflow.sdk DAG from the job specs
 
 dag = quality_dag(doc_md=__doc__)

@@ -11,6 +11,7 @@ Param `dry_run` only reports. See docs/tables.md.
 One DAG per job spec (`table_maintenance_<job>`), all built by this file.
 """
 
-from statekeeper.factory import per_job_dags, table_maintenance_dag  # airflow.sdk DAGs
+from statekeeper.care_dags import table_maintenance_dag
+from statekeeper.factory import per_job_dags  # airflow.sdk DAGs
 
 globals().update(per_job_dags("table_maintenance", table_maintenance_dag, __doc__))

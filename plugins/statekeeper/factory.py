@@ -1,5 +1,6 @@
 """DAG builders: the DAG files in ``dags/`` call these, one DAG per job spec where a file builds
-the DAGs of every job (``dags/catchup.py``, ``dags/supervise.py``).
+the DAGs of every job (``dags/catchup.py``, ``dags/supervise.py``). The DAGs that look after
+checkpoints and tables are built in :mod:`statekeeper.care_dags`.
 
 Parse-time work is reading YAML specs: no connection, Variable, pyspark or pandas.
 """
@@ -20,7 +21,6 @@ from statekeeper.operators import (
     CheckpointValidateOperator,
     PublishAssetOperator,
     QualityCheckOperator,
-    SparkJobsCliOperator,
 )
 from statekeeper.params import SUPERVISE_BOUNDS
 from statekeeper.submit import SparkJobRunOperator, SparkJobsSubmitOperator
@@ -69,16 +69,16 @@ def path_params() -> dict[str, Param]:
 
 def path_overrides() -> dict[str, str]:
     """The ``input``/``output``/``checkpoint`` params as a run's overrides (empty: the spec's)."""
-    return {k: _jinja(f"params.{k} or ''") for k in ("input", "output", "checkpoint")}
+    return {k: jinja(f"params.{k} or ''") for k in ("input", "output", "checkpoint")}
 
 
-def _jinja(expr: str) -> str:
+def jinja(expr: str) -> str:
     """``{{ expr }}`` (kept out of f-strings, whose braces would need doubling)."""
     return "{{ " + expr + " }}"
 
 
 def _plan(key: str) -> str:
-    return _jinja(f"ti.xcom_pull(task_ids='plan')['{key}']")
+    return jinja(f"ti.xcom_pull(task_ids='plan')['{key}']")
 
 
 def catchup_dag(job: str, doc_md: str | None = None) -> DAG:
@@ -116,13 +116,8 @@ def catchup_dag(job: str, doc_md: str | None = None) -> DAG:
     ) as dag:
         validate = CheckpointValidateOperator(
             task_id="validate_checkpoint",
-            arguments=[
-                "checkpoint",
-                "validate",
-                job,
-                "--checkpoint",
-                "{{ params.checkpoint or '' }}",
-            ],
+            job=job,
+            overrides={"checkpoint": "{{ params.checkpoint or '' }}"},
             doc_md="Refuse to submit on a checkpoint with errors (exit 20); warnings (10) are logged.",
             retries=0,
         )
@@ -137,7 +132,8 @@ def catchup_dag(job: str, doc_md: str | None = None) -> DAG:
         )
         quality = QualityCheckOperator(
             task_id="quality_check",
-            arguments=["quality", job, "--table", "{{ params.output or '' }}"],
+            job=job,
+            overrides={"output": "{{ params.output or '' }}"},
             skip_reason="{{ '' if params.run_quality else 'run_quality is off' }}",
             doc_md="Great Expectations suite of the table; a `fail` finding fails the task.",
         )
@@ -198,21 +194,23 @@ def backfill_dag(doc_md: str | None = None) -> DAG:
         )  # fmt: skip
         check = QualityCheckOperator(
             task_id="validate_staged",
-            arguments=["quality", "{{ params.job }}", "--table", _plan("staged_table")],
+            job="{{ params.job }}",
+            overrides={"output": _plan("staged_table")},
             doc_md="The job's quality suite on the staged table; a `fail` finding stops the backfill.",
         )
         publish = SparkJobsSubmitOperator(
             task_id="publish",
             name="statekeeper-publish",
-            arguments=[
-                "publish", "{{ params.job }}",
-                "--staged", _plan("staged_table"),
-                "--staged-checkpoint", _plan("staged_checkpoint"),
-                "--output", _plan("live_table"),
-                "--mode", "{{ params.mode }}",
-                "--key", _plan("key"),
-            ],
-            skip_reason=_jinja("'dry run: staged table left at ' ~ ti.xcom_pull(task_ids='plan')['staged_table'] if params.dry_run else ''"),
+            command=["publish"],
+            job="{{ params.job }}",
+            overrides={
+                "staged": _plan("staged_table"),
+                "staged_checkpoint": _plan("staged_checkpoint"),
+                "output": _plan("live_table"),
+                "mode": "{{ params.mode }}",
+                "key": _plan("key"),
+            },
+            skip_reason=jinja("'dry run: staged table left at ' ~ ti.xcom_pull(task_ids='plan')['staged_table'] if params.dry_run else ''"),
             report_table=_plan("live_table"),
             doc_md="Makes the staged rows visible in the live table in one Delta commit, holding the live job's lock; `append` is refused when the backfill read a file the live job already read. The key goes to the table's `_statekeeper/backfills/` ledger, so a key already published is a no-op.",
         )  # fmt: skip
@@ -223,7 +221,7 @@ def backfill_dag(doc_md: str | None = None) -> DAG:
                 job=job,
                 ledger=paths.RECOMPLETIONS_FILE,
                 overrides={"output": "{{ params.output or '' }}"},
-                skip_reason=_jinja(f"'' if params.job == '{job}' else 'not this job'"),
+                skip_reason=jinja(f"'' if params.job == '{job}' else 'not this job'"),
                 doc_md="Re-completion events (extra recompletion=true) for the complete partitions the publish changed.",
             )
             publish >> recomplete
@@ -264,7 +262,7 @@ def supervisor_dag(job: str, doc_md: str | None = None) -> DAG:
             trigger="{{ params.trigger }}",
             overrides=path_overrides(),
             watch_seconds="{{ params.watch_minutes * 60 }}",
-            restart_backoff=_jinja("params.restart_backoff_seconds or ''"),
+            restart_backoff=jinja("params.restart_backoff_seconds or ''"),
             max_restarts="{{ params.max_restarts }}",
             poll_seconds="{{ params.poll_seconds }}",
             doc_md="Attaches to the running driver or launches one; waits in DriverWatchTrigger.",
@@ -276,84 +274,6 @@ def supervisor_dag(job: str, doc_md: str | None = None) -> DAG:
             trigger_rule="all_done",  # what the driver completed stays complete if it failed
             doc_md="Completeness events for what the driver's batches completed during the watch (docs/completeness.md).",
         )
-    return dag
-
-
-def maintenance_dag(doc_md: str | None = None) -> DAG:
-    """``checkpoint_maintenance``: per job with snapshots: validate -> snapshot -> prune."""
-    from spark_jobs.contract.spec import load_all
-
-    specs = [s for s in load_all() if s.snapshots.every is not None]
-    with DAG(
-        dag_id="checkpoint_maintenance",
-        description="Validate, snapshot and prune the jobs' checkpoints",
-        doc_md=doc_md,
-        schedule="@daily",
-        start_date=START,
-        catchup=False,
-        max_active_runs=1,
-        default_args=default_args("platform", retries=1),
-        tags=["statekeeper", "checkpoints", "maintenance"],
-        params={
-            "dry_run": Param(
-                False,
-                type="boolean",
-                description="prune says what it would delete, deleting nothing.",
-            ),
-        },
-    ) as dag:
-        for spec in specs:
-            v = CheckpointValidateOperator(
-                task_id=f"validate_{spec.name}",
-                arguments=["checkpoint", "validate", spec.name],
-                retries=0,
-            )
-            snap = SparkJobsCliOperator(
-                task_id=f"snapshot_{spec.name}",
-                arguments=["checkpoint", "snapshot", spec.name],
-            )
-            prune = SparkJobsCliOperator(
-                task_id=f"prune_{spec.name}",
-                arguments=[
-                    "checkpoint",
-                    "prune",
-                    spec.name,
-                    "{{ '--dry-run' if params.dry_run else '' }}",
-                ],
-            )
-            v >> snap >> prune
-    return dag
-
-
-def quality_dag(doc_md: str | None = None) -> DAG:
-    """``data_quality``: every job's quality suite on its table (daily and on demand)."""
-    from spark_jobs.contract.spec import load_all
-
-    specs = load_all()
-    with DAG(
-        dag_id="data_quality",
-        description="Great Expectations suites on every output table",
-        doc_md=doc_md,
-        schedule="@daily",
-        start_date=START,
-        catchup=False,
-        max_active_runs=1,
-        default_args=default_args("platform", retries=1),
-        tags=["statekeeper", "quality"],
-        params={
-            "jobs": Param([s.name for s in specs], type="array", items={"type": "string", "enum": [s.name for s in specs]}, description="The jobs whose tables to check."),
-            "tables_root": Param(None, type=["null", "string"], description="Read every table as <tables_root>/<job> instead of the spec's output. Must be (under) a tables root."),
-        },
-    ) as dag:  # fmt: skip
-        for spec in specs:
-            QualityCheckOperator(
-                task_id=f"quality_{spec.name}",
-                arguments=[
-                    "quality", spec.name,
-                    "--table", _jinja(f"(params.tables_root ~ '/{spec.name}') if params.tables_root else ''"),
-                ],
-                skip_reason=_jinja(f"'' if '{spec.name}' in params.jobs else 'not in params.jobs'"),
-            )  # fmt: skip
     return dag
 
 
@@ -408,39 +328,4 @@ def broken_spec_dag(dag_id: str, reason: str) -> DAG:
         tags=["statekeeper", "broken-spec"],
     ) as dag:
         PythonOperator(task_id="spec_error", python_callable=_refuse, op_args=[reason])
-    return dag
-
-
-def table_maintenance_dag(job: str, doc_md: str | None = None) -> DAG:
-    """``table_maintenance_<job>`` on the spec's ``tables.schedule``: compaction and a
-    restore-safe VACUUM of the job's output and quarantine, through the command line."""
-    from spark_jobs.contract.spec import load_spec
-
-    spec = load_spec(job)
-    with DAG(
-        dag_id=f"table_maintenance_{spec.name}",
-        description=f"Compact and vacuum the Delta tables of {spec.name}",
-        doc_md=doc_md,
-        schedule=spec.tables.schedule,
-        start_date=START,
-        catchup=False,
-        max_active_runs=1,
-        default_args=default_args(spec.owner, retries=1),
-        tags=["statekeeper", "tables", "maintenance", *spec.tags],
-        params={
-            "dry_run": Param(
-                False,
-                type="boolean",
-                description="Only report what maintenance would compact and delete.",
-            ),
-        },
-    ) as dag:
-        SparkJobsCliOperator(
-            task_id="maintain",
-            arguments=[
-                "table", "maintain", spec.name, "--json",
-                "{{ '--dry-run' if params.dry_run else '' }}",
-            ],
-            doc_md="`python -m spark_jobs table maintain JOB --json`; safe beside the running job.",
-        )  # fmt: skip
     return dag

@@ -118,21 +118,30 @@ def assess(
                 "stalled", f"no progress {since:.0f}s after start (grace {th.startup_grace:.0f}s)"
             )
         return Health("starting", "driver holds the lock; no progress yet")
-    # Any record proves the driver is alive (a heartbeat: a batch is running); the batch checks
-    # below read batch progress only.
+    h, batches = _from_newest(recent, now, th)
+    if batches:
+        h.warnings += _trend_warnings(batches[-th.window :], th, bool(h.lag))
+    return h
+
+
+def _from_newest(
+    recent: list[ProgressRecord], now: float, th: Thresholds
+) -> tuple[Health, list[BatchProgress]]:
+    """The verdict from the newest record (any record proves the driver alive; a heartbeat says a
+    batch is running) and the batch records after the driver started."""
     newest = recent[-1]
     age = now - (newest.logged_at or newest.time or now)
     idle = isinstance(newest, IdleEvent)
     beat = newest if isinstance(newest, Heartbeat) else None
     batches = [r for r in recent if isinstance(r, BatchProgress)]
     last = batches[-1] if batches else None
+    if idle:
+        reason = "caught up, waiting for new data"
+    else:
+        reason = f"batch running for {beat.batch_running_seconds}s" if beat else "progressing"
     h = Health(
         "idle" if idle else "healthy",
-        "caught up, waiting for new data"
-        if idle
-        else f"batch running for {beat.batch_running_seconds}s"
-        if beat
-        else "progressing",
+        reason,
         progress_age=round(age, 1),
         batch_id=last.batch_id if last else None,
         state_rows=(last.state_rows or 0) if last else 0,
@@ -150,37 +159,42 @@ def assess(
             f"one batch has run {beat.batch_running_seconds}s "
             f"(limit max_batch_duration {th.max_batch_duration:.0f}s)",
         )
-    if last is None:
-        return h
-    window = batches[-th.window :]
+    return h, batches
+
+
+def _trend_warnings(window: list[BatchProgress], th: Thresholds, kafka: bool) -> list[str]:
+    """What the last batches (``window``, oldest first) show going wrong: a slow batch, a
+    backlog, state that only grows, a Kafka lag that only grows, rows dropped as late."""
+    out: list[str] = []
+    last = window[-1]
     dur = last.duration_ms.get("triggerExecution")
     if (
         dur
         and th.trigger_interval
         and dur / 1000.0 > th.trigger_interval * th.max_batch_to_trigger_ratio
     ):
-        h.warnings.append(
+        out.append(
             f"slow: batch {last.batch_id} took {dur / 1000:.1f}s for a {th.trigger_interval:g}s trigger"
         )
     busy = [r for r in window if r.num_input_rows > 0]
     if len(busy) >= 3 and all(
         (r.input_rows_per_second or 0) > (r.processed_rows_per_second or 0) for r in busy
     ):
-        h.warnings.append("backlog: input rate above processing rate in the last batches")
+        out.append("backlog: input rate above processing rate in the last batches")
     totals = [r.state_rows or 0 for r in window]
     if (
         len(window) >= 3
         and all(b > a for a, b in zip(totals, totals[1:], strict=False))
         and not any(r.state_rows_removed for r in window)
     ):
-        h.warnings.append(f"state growing with no rows removed ({totals[0]} -> {totals[-1]} rows)")
+        out.append(f"state growing with no rows removed ({totals[0]} -> {totals[-1]} rows)")
     behind = [sum(total_behind(r.raw).values()) for r in window]
-    if len(window) >= 3 and h.lag and all(b > a for a, b in zip(behind, behind[1:], strict=False)):
-        h.warnings.append(
+    if len(window) >= 3 and kafka and all(b > a for a, b in zip(behind, behind[1:], strict=False)):
+        out.append(
             f"falling behind: Kafka lag grew in each of the last batches ({behind[0]} -> "
             f"{behind[-1]} records)"
         )
     dropped = sum(r.dropped_by_watermark or 0 for r in window)
     if dropped:
-        h.warnings.append(f"late rows dropped by the watermark: {dropped} in the last batches")
-    return h
+        out.append(f"late rows dropped by the watermark: {dropped} in the last batches")
+    return out

@@ -17,14 +17,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from spark_jobs.contract.errors import UserError
 from spark_jobs.contract.progress_log import BatchProgress, Heartbeat, IdleEvent, ProgressLog
 from spark_jobs.contract.spec import JobSpec
-from statekeeper import dag_ids, health_page, health_report
+from statekeeper import dag_ids, health_history, health_page, health_report
 
 STATIC = Path(__file__).resolve().parent / "static"
 STATIC_FILES = {"health.css": "text/css", "icon.svg": "image/svg+xml"}
@@ -124,86 +124,95 @@ def _range(key: str, now: float) -> tuple[float | None, int | None]:
     return (now - seconds if seconds else None), batches
 
 
+# The API's and the page's routes; every one depends on ``Allowed`` (auth and per-job access).
+router = APIRouter()
+
+
+@router.get("/api/openapi.json", include_in_schema=False)
+def openapi(request: Request, access: Allowed) -> dict[str, Any]:
+    return request.app.openapi()
+
+
+@router.get("/api/health")
+def api_health(access: Allowed) -> list[dict[str, Any]]:
+    """One object per job the user may read (a spec in include/jobs)."""
+    return health_report.health(jobs=access.visible(health_report.specs()))
+
+
+@router.get("/api/jobs/{job}/progress")
+def api_progress(
+    job: str,
+    access: Allowed,
+    limit: Annotated[int, Query(ge=1, le=MAX_RECORDS)] = 100,
+    since: str | None = None,
+    until: str | None = None,
+    idle: bool = False,
+) -> list[dict[str, Any]]:
+    """The job's newest ``limit`` progress records in [since, until], oldest first."""
+    spec = access.job(job)
+    kinds = (BatchProgress, Heartbeat, IdleEvent) if idle else (BatchProgress, Heartbeat)
+    since_t, until_t = _time(since, "since"), _time(until, "until")
+    records = ProgressLog(spec.checkpoint).tail(limit, since=since_t, until=until_t, kinds=kinds)
+    raw = [r.raw for r in records]  # exactly as logged
+    return health_history.with_older(spec, raw, limit, since_t, until_t)  # rotated-away history
+
+
+@router.get("/api/jobs/{job}/series")
+def api_series(
+    job: str,
+    access: Allowed,
+    range: str = DEFAULT_RANGE,  # noqa: A002 - the query parameter's name
+    since: str | None = None,
+    until: str | None = None,
+    points: Annotated[int, Query(ge=2, le=2000)] = 300,
+) -> dict[str, Any]:
+    """Chart points (downsampled) over a range: last100, 1h, 6h, 24h, 7d, all, or since/until."""
+    spec = access.job(job)
+    start, last = _range(range, time.time())
+    if since is not None:
+        start, last = _time(since, "since"), None
+    return health_history.series(spec, start, _time(until, "until"), last, points)
+
+
+@router.get("/", response_class=HTMLResponse)
+def page(request: Request, access: Allowed) -> str:
+    rows = health_report.health(jobs=access.visible(health_report.specs()))
+    return health_page.overview(rows, base=request.scope.get("root_path", ""))
+
+
+@router.get("/jobs/{job}", response_class=HTMLResponse)
+def job_page(
+    request: Request,
+    job: str,
+    access: Allowed,
+    range: str = DEFAULT_RANGE,  # noqa: A002
+) -> str:
+    spec = access.job(job)
+    now = time.time()
+    start, last = _range(range, now)
+    data = health_history.series(spec, start, None, last, 300)
+    row = health_report.job_row(spec, now)
+    ranges = {k: v[0] for k, v in RANGES.items()}
+    return health_page.job(row, data, range, ranges, base=request.scope.get("root_path", ""))
+
+
+@router.get("/static/{name}")
+def static(name: str, access: Allowed) -> FileResponse:
+    if name not in STATIC_FILES:
+        raise HTTPException(status_code=404, detail=f"no static file {name!r}")
+    return FileResponse(STATIC / name, media_type=STATIC_FILES[name])
+
+
 def create_app(auth: bool = True) -> FastAPI:
     """The app; ``auth=False`` only for tools that call the report functions in-process."""
     app = FastAPI(
         title="Statekeeper streaming health",
         description="Health of the streaming jobs, read from their progress logs and checkpoints.",
-        # FastAPI serves these outside every dependency: off, and the schema served below.
+        # FastAPI serves these outside every dependency: off, and the schema served by a route.
         docs_url=None,
         redoc_url=None,
         openapi_url=None,
     )
     app.state.statekeeper_auth = auth
-
-    @app.get("/api/openapi.json", include_in_schema=False)
-    def openapi(access: Allowed) -> dict[str, Any]:
-        return app.openapi()
-
-    @app.get("/api/health")
-    def api_health(access: Allowed) -> list[dict[str, Any]]:
-        """One object per job the user may read (a spec in include/jobs)."""
-        return health_report.health(jobs=access.visible(health_report.specs()))
-
-    @app.get("/api/jobs/{job}/progress")
-    def api_progress(
-        job: str,
-        access: Allowed,
-        limit: Annotated[int, Query(ge=1, le=MAX_RECORDS)] = 100,
-        since: str | None = None,
-        until: str | None = None,
-        idle: bool = False,
-    ) -> list[dict[str, Any]]:
-        """The job's newest ``limit`` progress records in [since, until], oldest first."""
-        spec = access.job(job)
-        kinds = (BatchProgress, Heartbeat, IdleEvent) if idle else (BatchProgress, Heartbeat)
-        since_t, until_t = _time(since, "since"), _time(until, "until")
-        records = ProgressLog(spec.checkpoint).tail(
-            limit, since=since_t, until=until_t, kinds=kinds
-        )
-        raw = [r.raw for r in records]  # exactly as logged
-        return health_report.with_older(spec, raw, limit, since_t, until_t)  # rotated-away history
-
-    @app.get("/api/jobs/{job}/series")
-    def api_series(
-        job: str,
-        access: Allowed,
-        range: str = DEFAULT_RANGE,  # noqa: A002 - the query parameter's name
-        since: str | None = None,
-        until: str | None = None,
-        points: Annotated[int, Query(ge=2, le=2000)] = 300,
-    ) -> dict[str, Any]:
-        """Chart points (downsampled) over a range: last100, 1h, 6h, 24h, 7d, all, or since/until."""
-        spec = access.job(job)
-        start, last = _range(range, time.time())
-        if since is not None:
-            start, last = _time(since, "since"), None
-        return health_report.series(spec, start, _time(until, "until"), last, points)
-
-    @app.get("/", response_class=HTMLResponse)
-    def page(request: Request, access: Allowed) -> str:
-        rows = health_report.health(jobs=access.visible(health_report.specs()))
-        return health_page.overview(rows, base=request.scope.get("root_path", ""))
-
-    @app.get("/jobs/{job}", response_class=HTMLResponse)
-    def job_page(
-        request: Request,
-        job: str,
-        access: Allowed,
-        range: str = DEFAULT_RANGE,  # noqa: A002
-    ) -> str:
-        spec = access.job(job)
-        now = time.time()
-        start, last = _range(range, now)
-        data = health_report.series(spec, start, None, last, 300)
-        row = health_report.job_row(spec, now)
-        ranges = {k: v[0] for k, v in RANGES.items()}
-        return health_page.job(row, data, range, ranges, base=request.scope.get("root_path", ""))
-
-    @app.get("/static/{name}")
-    def static(name: str, access: Allowed) -> FileResponse:
-        if name not in STATIC_FILES:
-            raise HTTPException(status_code=404, detail=f"no static file {name!r}")
-        return FileResponse(STATIC / name, media_type=STATIC_FILES[name])
-
+    app.include_router(router)
     return app

@@ -7,70 +7,31 @@ request over many jobs with long histories costs a few small reads per job.
 
 from __future__ import annotations
 
-import bisect
-import os
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from spark_jobs.contract import delta, events, lock, maintenance, paths
+from spark_jobs.contract import delta, lock, maintenance, paths
 from spark_jobs.contract.errors import UserError
-from spark_jobs.contract.progress_log import (
-    BatchProgress,
-    Follower,
-    ProgressLog,
-    ProgressRecord,
-    log_uri,
-)
+from spark_jobs.contract.progress_log import BatchProgress, ProgressLog, ProgressRecord, log_uri
 from spark_jobs.contract.spec import JobSpec, list_jobs, load_spec
 from statekeeper import batch_metrics as bm
 from statekeeper import freshness, job_runs
 from statekeeper.health import Thresholds, assess
+from statekeeper.health_memo import memoised, stat
 
 WINDOW = 20  # recent batches the status, the dropped rows and the quarantine rate look at
 MAX_SCAN = 2000  # lines read back at most to find them (a long idle stretch logs idle lines)
 CHECKPOINT_TTL = 60.0  # seconds a checkpoint verdict is reused while its folders are unchanged
 
-_memo: dict[tuple[str, str], tuple[Any, Any]] = {}
 
-
-REMOTE = None  # the signature of a file on an object store: never memoised
-
-
-def _stat(path: Path | None) -> tuple[int, int] | None:
-    """(mtime, size) of a local file, (0, -1) when it does not exist, REMOTE for a URL."""
-    if path is None:
-        return REMOTE
-    try:
-        st = os.stat(path)
-    except OSError:
-        return 0, -1
-    return st.st_mtime_ns, st.st_size
-
-
-def _memoised(kind: str, key: str, signature: Any, compute) -> Any:
-    """``compute()`` again only when the files' ``signature`` changed (always for remote files,
-    whose stat costs a request)."""
-    if signature is REMOTE or (isinstance(signature, tuple) and REMOTE in signature):
-        return compute()
-    hit = _memo.get((kind, key))
-    if hit is not None and hit[0] == signature:
-        return hit[1]
-    value = compute()
-    _memo[(kind, key)] = (signature, value)
-    return value
-
-
-# -- job specs -----------------------------------------------------------------------------------
 def specs() -> list[JobSpec]:
     """Every job spec, parsed again only when a spec file changed."""
     folder = paths.specs_dir()
     names = list_jobs(folder)
-    sig = tuple((n, _stat(folder / f"{n}.yaml")) for n in names)
-    return _memoised("specs", str(folder), sig, lambda: [load_spec(n, folder) for n in names])
+    sig = tuple((n, stat(folder / f"{n}.yaml")) for n in names)
+    return memoised("specs", str(folder), sig, lambda: [load_spec(n, folder) for n in names])
 
 
 def spec_of(job: str) -> JobSpec:
@@ -112,7 +73,7 @@ def progress_facts(batches: list[BatchProgress]) -> dict[str, Any]:
     end = pts[-1] if pts else {}
     return {
         "last_batch_id": last.batch_id if last else None,
-        "last_batch_at": _iso(last.time) if last else None,
+        "last_batch_at": iso(last.time) if last else None,
         "last_batch_time": last.time if last else None,
         "input_rows": last.num_input_rows if last else None,
         "input_rows_per_second": last.input_rows_per_second if last else None,
@@ -132,7 +93,7 @@ def progress_facts(batches: list[BatchProgress]) -> dict[str, Any]:
 
 def _tail(checkpoint: str) -> Tail:
     local = paths.local_path(log_uri(checkpoint))
-    return _memoised("tail", checkpoint, _stat(local), lambda: read_tail(checkpoint))
+    return memoised("tail", checkpoint, stat(local), lambda: read_tail(checkpoint))
 
 
 def status(spec: JobSpec, tail: Tail, now: float) -> tuple[str, str, list[str]]:
@@ -163,10 +124,10 @@ def quarantine(spec: JobSpec) -> dict[str, Any]:
     local = paths.local_path(log_uri(legacy))
     ckpt = legacy if local is not None and local.exists() else spec.checkpoint
     sig = (
-        _stat(paths.local_path(log_uri(ckpt))),
-        _stat(paths.local_path(delta.log_uri(spec.quarantine))),
+        stat(paths.local_path(log_uri(ckpt))),
+        stat(paths.local_path(delta.log_uri(spec.quarantine))),
     )
-    return _memoised("quarantine", ckpt, sig, lambda: _quarantine(spec, ckpt))
+    return memoised("quarantine", ckpt, sig, lambda: _quarantine(spec, ckpt))
 
 
 def _quarantine(spec: JobSpec, ckpt: str) -> dict[str, Any]:
@@ -209,7 +170,7 @@ def checkpoint_verdict(spec: JobSpec, now: float) -> dict[str, Any]:
     if local is None:
         return {"checkpoint_verdict": None, "checkpoint_findings": [], "unread_landing_files": None}
     sig = (
-        *(_stat(local / d) for d in ("", "offsets", "commits", "state")),
+        *(stat(local / d) for d in ("", "offsets", "commits", "state")),
         int(now // CHECKPOINT_TTL),  # snapshot age findings change with time alone
     )
 
@@ -225,7 +186,7 @@ def checkpoint_verdict(spec: JobSpec, now: float) -> dict[str, Any]:
             ),
         }
 
-    return _memoised("checkpoint", spec.checkpoint, sig, compute)
+    return memoised("checkpoint", spec.checkpoint, sig, compute)
 
 
 def _newest_local_commits(table: str, n: int) -> list[delta.Commit]:
@@ -239,7 +200,7 @@ def quality_verdict(spec: JobSpec) -> dict[str, Any]:
     commit: one run appends its rows in one commit."""
     table = paths.results_uri(spec.output)
     log = paths.local_path(delta.log_uri(table))
-    return _memoised("quality", table, _stat(log), lambda: _last_quality(table))
+    return memoised("quality", table, stat(log), lambda: _last_quality(table))
 
 
 def _last_quality(table: str) -> dict[str, Any]:
@@ -257,7 +218,7 @@ def _last_quality(table: str) -> dict[str, Any]:
             "quality_verdict": verdict,
             "quality_checks": len(rows),
             "quality_failed": sum(r["status"] != "pass" for r in rows),
-            "quality_run_at": _iso(run_time.timestamp()) if run_time else None,
+            "quality_run_at": iso(run_time.timestamp()) if run_time else None,
         }
     return {
         "quality_verdict": None,
@@ -275,18 +236,18 @@ def table_care(spec: JobSpec) -> dict[str, Any]:
         log = paths.local_path(delta.log_uri(table))
         stats = None
         if log is not None:  # a remote table's log is not read here (see _newest_local_commits)
-            stats = _memoised("files", table, _stat(log), lambda t=table: delta.live_files(t))
+            stats = memoised("files", table, stat(log), lambda t=table: delta.live_files(t))
         out[f"{role}_files"] = stats.files if stats else None
         out[f"{role}_average_file_bytes"] = stats.average_bytes if stats else None
     path = paths.local_path(maintenance.location(spec.checkpoint))
-    last = _memoised(
-        "maintenance", spec.checkpoint, _stat(path), lambda: maintenance.read(spec.checkpoint)
+    last = memoised(
+        "maintenance", spec.checkpoint, stat(path), lambda: maintenance.read(spec.checkpoint)
     )
     out["last_maintenance_at"] = last.finished if last else None
     return out
 
 
-def _iso(t: float | None) -> str | None:
+def iso(t: float | None) -> str | None:
     if t is None:
         return None
     return datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
@@ -333,125 +294,3 @@ def health(now: float | None = None, jobs: list[JobSpec] | None = None) -> list[
     """One row per job of ``jobs`` (default: every spec)."""
     now = time.time() if now is None else now
     return [job_row(s, now) for s in (specs() if jobs is None else jobs)]
-
-
-@dataclass
-class _History:
-    follower: Follower
-    newest_event: float | None = None
-    points: list[dict[str, Any]] = field(default_factory=list)
-
-
-HISTORIES = 8  # logs whose parsed history is kept (about 1 MB per 1,000 batches)
-_histories: OrderedDict[str, _History] = OrderedDict()
-
-
-def history_points(checkpoint: str) -> list[dict[str, Any]]:
-    """Chart points of every batch of a progress log (its rotated files included), oldest
-    first. Parsed once, then only the lines appended since are read (across a rotation); a log
-    replaced or truncated is read again."""
-    h = _histories.pop(checkpoint, None)
-    if h is None:
-        h = _History(ProgressLog(checkpoint).follow(from_start=True))
-    new = h.follower.read_new()
-    if h.follower.restarted:
-        h.points, h.newest_event = [], None
-    for rec in new:
-        if not isinstance(rec, BatchProgress):
-            continue
-        t = bm.newest_event_seconds(rec)
-        if t is not None:
-            h.newest_event = t if h.newest_event is None else max(h.newest_event, t)
-        h.points.append(bm.point(rec, h.newest_event))
-    _histories[checkpoint] = h
-    while len(_histories) > HISTORIES:
-        _histories.popitem(last=False)
-    return h.points
-
-
-def series(
-    spec: JobSpec,
-    since: float | None = None,
-    until: float | None = None,
-    last: int | None = None,
-    points: int = 300,
-) -> dict[str, Any]:
-    """Chart points of the job's batches in a time range (or its ``last`` batches), downsampled
-    to at most ``points``."""
-    if last is not None:  # the newest batches: read back from the end
-        records = ProgressLog(spec.checkpoint).tail(last, since=since, until=until)
-        raw = with_older(
-            spec, [r.raw for r in records if isinstance(r, BatchProgress)], last, since, until
-        )
-        pts = bm.points(_typed(raw))  # the older ones come from the event log
-    else:  # a time range: from the job's cached history, extended by what was appended since
-        pts = history_points(spec.checkpoint)
-        times = [p["t"] or 0.0 for p in pts]
-        lo = bisect.bisect_left(times, since) if since is not None else 0
-        hi = bisect.bisect_right(times, until) if until is not None else len(pts)
-        older = older_records(spec, times[0] if times else None, since, until, None)
-        pts = bm.points(_typed(older)) + pts[lo:hi]
-    return {
-        "job": spec.name,
-        "since": _iso(since),
-        "until": _iso(until),
-        "batches": len(pts),
-        "downsampled": len(pts) > points,
-        "points": bm.downsample(pts, points),
-    }
-
-
-# -- history older than the progress log ---------------------------------------------------------
-def older_records(
-    spec: JobSpec,
-    oldest: float | None,
-    since: float | None,
-    until: float | None,
-    limit: int | None,
-) -> list[dict[str, Any]]:
-    """Batch records of ``spec`` older than ``oldest`` (the oldest the progress log still holds;
-    None: it holds none) in [since, until], from the event log: the history rotation dropped."""
-    if since is not None and oldest is not None and since >= oldest:
-        return []  # the progress log covers the range
-    log = _stat(paths.local_path(delta.log_uri(events.default_table())))
-    # one memo per job (its latest question), so varying ranges never pile up
-    sig = (log, (oldest, since, until, limit))
-    return list(
-        _memoised(
-            "events",
-            spec.checkpoint,
-            sig,
-            lambda: events.progress_records(spec.checkpoint, oldest, since, until, limit),
-        )
-    )
-
-
-def with_older(
-    spec: JobSpec,
-    records: list[dict[str, Any]],
-    limit: int | None,
-    since: float | None,
-    until: float | None,
-) -> list[dict[str, Any]]:
-    """``records`` (the newest of the progress log, oldest first), preceded by older ones from
-    the event log when the progress log has fewer than ``limit`` in the range."""
-    if limit is not None and len(records) >= limit:
-        return records
-    first = ProgressRecord.from_json(records[0]) if records else None
-    oldest = first.time if first is not None else _oldest_logged(spec)
-    more = None if limit is None else limit - len(records)
-    return older_records(spec, oldest, since, until, more) + records
-
-
-def _oldest_logged(spec: JobSpec) -> float | None:
-    """The oldest batch time the progress log holds (None when it holds none)."""
-    for rec in ProgressLog(spec.checkpoint).history():
-        if isinstance(rec, BatchProgress):
-            return rec.time
-    return None
-
-
-def _typed(raw: list[dict[str, Any]]) -> list[BatchProgress]:
-    """The batch records among ``raw`` (parsed progress lines, as the event log gives them)."""
-    typed = (ProgressRecord.from_json(r) for r in raw)
-    return [r for r in typed if isinstance(r, BatchProgress)]

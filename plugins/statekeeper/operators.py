@@ -15,7 +15,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException, Airfl
 from spark_jobs.contract.errors import ExitCode
 from statekeeper.hooks import CliResult, StatekeeperCliHook
 from statekeeper.params import check_path_params, rendered
-from statekeeper.submit import drop_empty_options
+from statekeeper.submit import cli_arguments
 
 
 class CheckpointInvalid(AirflowFailException):
@@ -27,28 +27,52 @@ class DataQualityFailed(AirflowFailException):
 
 
 class SparkJobsCliOperator(BaseOperator):
-    """Run ``python -m spark_jobs ARGUMENTS``; exit 0 succeeds, ``warn_codes`` succeed with a warning.
+    """Run ``python -m spark_jobs COMMAND JOB [--OPTION VALUE ...] [FLAG ...]``; exit 0 succeeds,
+    ``warn_codes`` succeed with a warning. Like every operator here it takes a job and its
+    overrides, never a command line (:func:`statekeeper.submit.cli_arguments` builds that).
 
-    :param arguments: templated; options whose value renders empty are dropped.
+    :param job: the job (templated).
+    :param command: the command's words before the job, when the class does not fix them.
+    :param overrides: option name -> value (templated); one that renders empty is left out.
+    :param flags: further arguments such as ``--dry-run`` (templated); empty ones are left out.
     :param skip_reason: templated; when it renders non-empty the task is skipped with it.
     """
 
-    template_fields: Sequence[str] = ("arguments", "skip_reason")
+    template_fields: Sequence[str] = ("job", "overrides", "flags", "skip_reason")
     ui_color = "#e8f0fe"
     warn_codes: tuple[ExitCode, ...] = ()
+    command: tuple[str, ...] = ()
+    renamed: dict[str, str] = {}  # override -> option, where the command spells it otherwise
 
-    def __init__(self, *, arguments: list[str], skip_reason: str = "", **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        job: str,
+        command: Sequence[str] = (),
+        overrides: dict[str, str] | None = None,
+        flags: Sequence[str] = (),
+        skip_reason: str = "",
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
-        self.arguments = arguments
+        self.job = job
+        self.command = tuple(command) or self.command
+        if not self.command:
+            raise ValueError(f"{type(self).__name__} needs a command")
+        self.overrides = overrides or {}
+        self.flags = list(flags)
         self.skip_reason = skip_reason
         self._hook: StatekeeperCliHook | None = None
+
+    def arguments(self) -> list[str]:
+        return cli_arguments(self.command, self.job, self.overrides, self.flags, self.renamed)
 
     def execute(self, context: Any) -> dict[str, Any]:
         if rendered(self.skip_reason) is not None:
             raise AirflowSkipException(str(self.skip_reason))
         check_path_params(context)
         self._hook = StatekeeperCliHook()
-        res = self._hook.run(*drop_empty_options(self.arguments))
+        res = self._hook.run(*self.arguments())
         if res.returncode in self.warn_codes:
             self.log.warning("finished with warnings: %s", res.reason)
         elif res.returncode != ExitCode.OK:
@@ -68,6 +92,7 @@ class CheckpointValidateOperator(SparkJobsCliOperator):
     (the task fails without retries, so nothing is submitted on a broken checkpoint)."""
 
     warn_codes = (ExitCode.CHECKPOINT_WARNINGS,)
+    command = ("checkpoint", "validate")
 
     def fail(self, res: CliResult) -> None:
         if res.returncode == ExitCode.CHECKPOINT_ERRORS:
@@ -77,6 +102,9 @@ class CheckpointValidateOperator(SparkJobsCliOperator):
 
 class QualityCheckOperator(SparkJobsCliOperator):
     """``quality JOB``: exit 0 pass (warnings recorded), 1 a ``fail`` finding (no retry)."""
+
+    command = ("quality",)
+    renamed = {"output": "--table"}  # the table the suite reads
 
     def fail(self, res: CliResult) -> None:
         if res.returncode == ExitCode.QUALITY_FAILED:

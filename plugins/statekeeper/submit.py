@@ -28,20 +28,21 @@ from statekeeper.triggers import CheckpointFreeTrigger
 OVERRIDES = ("input", "output", "checkpoint")
 
 
-def drop_empty_options(args: Sequence[Any]) -> list[str]:
-    """``["--input", "", "x"]`` -> ``["x"]``: an option whose templated value rendered empty goes."""
-    out: list[str] = []
-    items = [str(a) if a is not None else "" for a in args]
-    i = 0
-    while i < len(items):
-        a = items[i]
-        if a.startswith("--") and i + 1 < len(items) and rendered(items[i + 1]) is None:
-            i += 2
-            continue
-        if rendered(a) is not None:
-            out.append(a)
-        i += 1
-    return out
+def cli_arguments(
+    command: Sequence[str],
+    job: Any,
+    overrides: Mapping[str, Any],
+    flags: Sequence[Any] = (),
+    renamed: Mapping[str, str] | None = None,
+) -> list[str]:
+    """``COMMAND JOB --KEY VALUE ... FLAG ...``, the one way an operator builds a command line:
+    an override (``staged_checkpoint`` is ``--staged-checkpoint``, unless ``renamed`` says
+    otherwise) or flag that rendered empty is left out, so the spec's own value holds."""
+    out = [*command, str(job)]
+    for key, value in overrides.items():
+        if rendered(value) is not None:
+            out += [(renamed or {}).get(key) or "--" + key.replace("_", "-"), str(value).strip()]
+    return out + [str(f).strip() for f in flags if rendered(f) is not None]
 
 
 def resolve_job(job: str, overrides: Mapping[str, Any] | None, trigger: Any = None) -> JobSpec:
@@ -71,21 +72,25 @@ def run_arguments(spec: JobSpec) -> list[str]:
 
 
 class SparkJobsSubmitOperator(BaseOperator):
-    """spark-submit ``python -m spark_jobs ARGUMENTS`` (e.g. ``publish JOB --staged ...``).
+    """spark-submit ``python -m spark_jobs COMMAND JOB`` (e.g. a backfill's ``publish``).
 
-    :param arguments: the CLI arguments (templated); an option whose value renders empty is dropped.
+    :param command: the command's words before the job (``("publish",)``).
+    :param job: the job (templated).
+    :param overrides: option name -> value (templated, :func:`cli_arguments`); an empty value is
+        left out.
     :param report_table: a Delta table whose version after the run goes to XCom (templated).
     :param skip_reason: when it renders non-empty the task is skipped with it (e.g. a dry run).
     """
 
-    template_fields: Sequence[str] = ("arguments", "report_table", "skip_reason")
+    template_fields: Sequence[str] = ("job", "overrides", "report_table", "skip_reason")
     ui_color = "#f4a460"
-    job: Any = None  # the job a run submits (SparkJobRunOperator): its input param is held to it
 
     def __init__(
         self,
         *,
-        arguments: list[str] | None = None,
+        job: str,
+        command: Sequence[str] = (),
+        overrides: dict[str, str] | None = None,
         report_table: str = "",
         skip_reason: str = "",
         name: str = "statekeeper",
@@ -93,7 +98,9 @@ class SparkJobsSubmitOperator(BaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.arguments = arguments or []
+        self.job = job
+        self.command = tuple(command)
+        self.overrides = overrides or {}
         self.report_table = report_table
         self.skip_reason = skip_reason
         self.name = name
@@ -109,7 +116,7 @@ class SparkJobsSubmitOperator(BaseOperator):
     def execute(self, context: Any) -> dict[str, Any]:
         self._skip_or_refuse(context)
         table = resolve(self.report_table) if rendered(self.report_table) else ""
-        return self._submit(drop_empty_options(self.arguments), table)
+        return self._submit(cli_arguments(self.command, self.job, self.overrides), table)
 
     def _submit(self, args: list[str], table: str) -> dict[str, Any]:
         self._hook = SparkJobsSubmitHook(conn_id=self.conn_id, name=self.name)
@@ -179,9 +186,7 @@ class SparkJobRunOperator(SparkJobsSubmitOperator):
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("name", "")
-        super().__init__(**kwargs)
-        self.job = job
-        self.overrides = overrides or {}
+        super().__init__(job=job, command=("run",), overrides=overrides, **kwargs)
         self.trigger = trigger
         self.wait_timeout = wait_timeout
         self.poll_seconds = poll_seconds

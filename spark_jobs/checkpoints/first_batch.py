@@ -20,7 +20,8 @@ import time
 import uuid
 from typing import Any
 
-from spark_jobs.checkpoints.layout import STATEKEEPER_DIR, Layout, filesystem, read_layout
+from spark_jobs.checkpoints.files import filesystem
+from spark_jobs.checkpoints.layout import STATEKEEPER_DIR, Layout, read_layout
 from spark_jobs.contract import paths
 
 STATE_DIR = "state"

@@ -21,12 +21,12 @@ batch ``N`` therefore needs version ``N + 1`` of every state store partition.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from spark_jobs.checkpoints.files import FileInfo, list_files, parse_log_file, read_text, stat_file
 from spark_jobs.contract import paths
 
 STATEKEEPER_DIR = paths.STATEKEEPER_DIR
@@ -39,13 +39,6 @@ SOURCE_LOG_NAME = re.compile(r"^\.?(\d+)(\.compact)?(\.crc)?$")
 STATE_VERSION_NAME = re.compile(
     r"^\.?(\d+)(?:_[0-9a-fA-F-]+)?\.(delta|snapshot|changelog|zip)(\.crc)?$"
 )
-
-
-@dataclass(frozen=True)
-class FileInfo:
-    path: str  # relative to the checkpoint, "/"-separated
-    size: int
-    mtime: float
 
 
 @dataclass
@@ -169,104 +162,6 @@ class Layout:
 # -- reading -------------------------------------------------------------------------------
 
 
-def filesystem(uri: str) -> tuple[Any, str]:
-    import fsspec
-
-    fs, root = fsspec.core.url_to_fs(uri)
-    return fs, root.rstrip("/")
-
-
-def list_files(uri: str, sizes: bool = True) -> dict[str, dict[str, FileInfo]] | None:
-    """Every file under ``uri``, by folder: {relative folder: {name: FileInfo}}; None when the
-    folder does not exist. ``sizes=False`` skips the per-file stat on local disks (size -1)."""
-    local = paths.local_path(uri)
-    if local is not None:
-        if not local.is_dir():
-            return None
-        return _walk_local(str(local), sizes)
-    fs, root = filesystem(uri)
-    if not fs.exists(root):
-        return None
-    out: dict[str, dict[str, FileInfo]] = {}
-    for full, info in fs.find(root, detail=True).items():
-        rel = full[len(root) :].lstrip("/")
-        mtime = info.get("mtime") or info.get("LastModified") or info.get("created") or 0
-        if hasattr(mtime, "timestamp"):
-            mtime = mtime.timestamp()
-        folder, _, name = rel.rpartition("/")
-        out.setdefault(folder, {})[name] = FileInfo(
-            rel, int(info.get("size") or 0), float(mtime or 0)
-        )
-    return out
-
-
-def _walk_local(root: str, sizes: bool) -> dict[str, dict[str, FileInfo]]:
-    # os.scandir knows file-or-folder without a stat; the stat per file is what costs, so
-    # validation (which needs no sizes) skips it.
-    out: dict[str, dict[str, FileInfo]] = {}
-    stack = [("", root)]
-    while stack:
-        rel_dir, full_dir = stack.pop()
-        try:
-            entries = list(os.scandir(full_dir))
-        except OSError:
-            continue
-        here: dict[str, FileInfo] = {}
-        prefix = f"{rel_dir}/" if rel_dir else ""
-        for e in entries:
-            if e.is_dir(follow_symlinks=False):
-                stack.append((prefix + e.name, e.path))
-            elif sizes:
-                try:
-                    st = e.stat(follow_symlinks=False)
-                except FileNotFoundError:
-                    continue  # removed since the folder was read (a running query's cleanup)
-                here[e.name] = FileInfo(prefix + e.name, st.st_size, st.st_mtime)
-            else:
-                here[e.name] = FileInfo(prefix + e.name, -1, 0.0)
-        if here:
-            out[rel_dir] = here
-    return out
-
-
-def stat_file(uri: str, rel: str) -> FileInfo | None:
-    local = paths.local_path(uri)
-    try:
-        if local is not None:
-            st = (local / rel).stat()
-            return FileInfo(rel, st.st_size, st.st_mtime)
-        fs, root = filesystem(uri)
-        info = fs.info(f"{root}/{rel}")
-        return FileInfo(rel, int(info.get("size") or 0), float(info.get("mtime") or 0))
-    except (OSError, FileNotFoundError):
-        return None
-
-
-def read_text(uri: str, rel: str) -> str:
-    local = paths.local_path(uri)
-    if local is not None:
-        return (local / rel).read_text(encoding="utf-8")
-    fs, root = filesystem(uri)
-    return fs.cat_file(f"{root}/{rel}").decode("utf-8")
-
-
-def parse_log_file(text: str) -> tuple[str, dict[str, Any], list[str]]:
-    """A Spark metadata-log file: version line, JSON metadata line, then the rest."""
-    lines = text.split("\n")
-    if not lines or not re.fullmatch(r"v\d+", lines[0].strip()):
-        raise ValueError("first line is not a log version like v1")
-    if len(lines) < 2 or not lines[1].strip():
-        raise ValueError("no metadata line")
-    meta = json.loads(lines[1])
-    if not isinstance(meta, dict):
-        raise ValueError("metadata line is not a JSON object")
-    rest = [line for line in lines[2:] if line.strip()]
-    for line in rest:
-        if line.strip() != "-":
-            json.loads(line)
-    return lines[0].strip(), meta, rest
-
-
 # How many of the newest offset/commit files are parsed in full. Spark itself only reads the
 # newest ones on restart; older ones are only listed (and, with sizes, checked for being empty)
 # so a checkpoint of thousands of batches still reads in well under a second.
@@ -293,7 +188,15 @@ def read_layout(
         return Layout(uri=uri, exists=False)
     files = {f.path: f for folder in dirs.values() for f in folder.values()}
     lay = Layout(uri=uri, exists=True, files=files)
+    _sort_listing(lay, dirs)
+    _read_metadata(lay, text)
+    _parse_logs(lay, text, parse_tail)
+    _read_operators(lay, dirs, text)
+    return lay
 
+
+def _sort_listing(lay: Layout, dirs: dict[str, dict[str, FileInfo]]) -> None:
+    """Files to what they are: batch logs, source logs, state stores, leftovers."""
     for folder, entries in dirs.items():
         parts = folder.split("/") if folder else []
         if parts and parts[0] == STATEKEEPER_DIR:
@@ -308,37 +211,46 @@ def read_layout(
                 continue
             if _is_temp(name) or "_temporary" in parts:
                 lay.temp_files.append(f.path)
-                continue
-            if len(parts) == 1 and top in ("offsets", "commits") and name.isdigit():
+            elif len(parts) == 1 and top in ("offsets", "commits") and name.isdigit():
                 (lay.offsets if top == "offsets" else lay.commits).append(int(name))
                 if f.size == 0:
                     lay.unparsable[f.path] = "empty file"
             elif top == "sources" and len(parts) == 2:
-                s = lay.source_logs.setdefault(
-                    parts[1], {"files": 0, "bytes": 0, "compact_bytes": 0}
-                )
-                s["files"] += 1
-                s["bytes"] += max(f.size, 0)
-                if name.endswith(".compact"):
-                    size = f.size if f.size >= 0 else (stat_file(uri, f.path) or f).size
-                    s["compact_bytes"] = max(s["compact_bytes"], size)
+                _add_source_log_file(lay, parts[1], name, f)
     lay.offsets.sort()
     lay.commits.sort()
 
+
+def _add_source_log_file(lay: Layout, source: str, name: str, f: FileInfo) -> None:
+    s = lay.source_logs.setdefault(source, {"files": 0, "bytes": 0, "compact_bytes": 0})
+    s["files"] += 1
+    s["bytes"] += max(f.size, 0)
+    if name.endswith(".compact"):  # the one size validation needs: stat'ed even without sizes
+        size = f.size if f.size >= 0 else (stat_file(lay.uri, f.path) or f).size
+        s["compact_bytes"] = max(s["compact_bytes"], size)
+
+
+def _read_metadata(lay: Layout, text: Callable[[str], str]) -> None:
+    """The query id from ``metadata``, or why it cannot be had."""
+    files = lay.files
     if "metadata" not in files:
         lay.metadata_error = "missing"
-    else:
-        if files["metadata"].size < 0:
-            files["metadata"] = stat_file(uri, "metadata") or files["metadata"]
-        try:
-            meta = json.loads(text("metadata").splitlines()[0])
-            lay.query_id = str(meta["id"])
-        except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
-            lay.metadata_error = f"unreadable ({type(exc).__name__})"
+        return
+    if files["metadata"].size < 0:
+        files["metadata"] = stat_file(lay.uri, "metadata") or files["metadata"]
+    try:
+        meta = json.loads(text("metadata").splitlines()[0])
+        lay.query_id = str(meta["id"])
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+        lay.metadata_error = f"unreadable ({type(exc).__name__})"
 
+
+def _parse_logs(lay: Layout, text: Callable[[str], str], parse_tail: int) -> None:
+    """The newest offset and commit files, the oldest offset (where the recovery window starts)
+    and the oldest restorable one, parsed; an unparsable one is recorded, not raised."""
     wanted = [("offsets", b) for b in lay.offsets[-parse_tail:]]
     wanted += [("commits", b) for b in lay.commits[-parse_tail:]]
-    if lay.offsets:  # the oldest offset says when the recovery window starts
+    if lay.offsets:
         wanted.append(("offsets", lay.offsets[0]))
     offset_set = set(lay.offsets)
     restorable_guess = [b for b in lay.commits if b in offset_set]
@@ -362,20 +274,24 @@ def read_layout(
         if kind == "offsets":
             lay.offset_sources[b] = [None if r.strip() == "-" else json.loads(r) for r in rest]
 
-    for op in sorted(
-        {s.op for s in lay.stores.values()}
-        | {p.split("/")[1] for p in dirs if p.startswith("state/")}
-    ):
-        op_meta = operator_metadata_file(op, files)
-        if op_meta is not None:
-            try:
-                _v, meta, _rest = parse_log_file(text(op_meta))
-                lay.operators[op] = meta
-            except (OSError, UnicodeDecodeError, ValueError):
-                lay.operators[op] = {}
-        else:
+
+def _read_operators(
+    lay: Layout, dirs: dict[str, dict[str, FileInfo]], text: Callable[[str], str]
+) -> None:
+    """Each stateful operator's metadata (its name and stores); {} when it cannot be read."""
+    ops = {s.op for s in lay.stores.values()} | {
+        p.split("/")[1] for p in dirs if p.startswith("state/")
+    }
+    for op in sorted(ops):
+        op_meta = operator_metadata_file(op, lay.files)
+        if op_meta is None:
             lay.operators.setdefault(op, {})
-    return lay
+            continue
+        try:
+            _v, meta, _rest = parse_log_file(text(op_meta))
+            lay.operators[op] = meta
+        except (OSError, UnicodeDecodeError, ValueError):
+            lay.operators[op] = {}
 
 
 def operator_metadata_file(op: str, files: dict[str, Any]) -> str | None:

@@ -13,12 +13,11 @@ cut at its own last committed batch.
 
 from __future__ import annotations
 
+from spark_jobs.checkpoints.files import FileInfo, filesystem
 from spark_jobs.checkpoints.layout import (
     BATCH_NAME,
     SOURCE_LOG_NAME,
     STATE_VERSION_NAME,
-    FileInfo,
-    filesystem,
 )
 from spark_jobs.checkpoints.queries import MAIN, QUARANTINE
 from spark_jobs.contract import paths
@@ -63,7 +62,7 @@ def keep(rel: str, batch: int | None) -> bool:
 def select(
     listing: dict[str, dict[str, FileInfo]], batches: dict[str, int | None]
 ) -> dict[str, dict[str, FileInfo]]:
-    """The part of ``listing`` (``layout.list_files``) that the copy at ``batches`` holds."""
+    """The part of ``listing`` (``files.list_files``) that the copy at ``batches`` holds."""
     out: dict[str, dict[str, FileInfo]] = {}
     for folder, entries in listing.items():
         for name, info in entries.items():

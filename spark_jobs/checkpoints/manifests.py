@@ -19,7 +19,7 @@ import json
 import re
 from typing import Any
 
-from spark_jobs.checkpoints.layout import filesystem
+from spark_jobs.checkpoints.files import filesystem
 from spark_jobs.contract.errors import UserError
 
 MANIFEST = "manifest.json"

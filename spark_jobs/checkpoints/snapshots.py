@@ -24,9 +24,12 @@ import stat
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
-from spark_jobs.checkpoints.layout import STATEKEEPER_DIR, filesystem, list_files, read_layout
+from spark_jobs.checkpoints.files import filesystem, list_files
+from spark_jobs.checkpoints.findings import Report
+from spark_jobs.checkpoints.layout import STATEKEEPER_DIR, Layout, read_layout
 from spark_jobs.checkpoints.manifests import MANIFEST, list_snapshots, next_seq
 from spark_jobs.checkpoints.roots import Target
 from spark_jobs.contract import paths
@@ -124,6 +127,17 @@ def _snapshot(target: Target, dry_run: bool, live_run: bool) -> dict[str, Any]:
     return manifest
 
 
+@dataclass
+class _Copied:
+    """What one pass over the checkpoint's files stored (or, in a dry run, would store)."""
+
+    files: list[dict[str, Any]] = field(default_factory=list)  # the manifest's file entries
+    new_files: int = 0
+    new_bytes: int = 0
+    reused: int = 0
+    vanished: list[str] = field(default_factory=list)  # removed by Spark's cleanup meanwhile
+
+
 def _cut(target: Target, dry_run: bool, live_run: bool) -> dict[str, Any]:
     """One copy of the checkpoint into the store (objects only) and its manifest, unwritten."""
     from spark_jobs.checkpoints import live
@@ -140,15 +154,23 @@ def _cut(target: Target, dry_run: bool, live_run: bool) -> dict[str, Any]:
         raise UserError(
             f"checkpoint {target.checkpoint} has no committed batch yet; nothing to snapshot"
         )
-    previous = {}
     snaps = list_snapshots(target.snapshot_root)
-    if snaps:
-        previous = {f["path"]: f for f in snaps[0]["files"]}
+    copied = _copy_files(target, lay, snaps, dry_run)
+    if live_run and not dry_run:
+        lay = _as_copied(target, lay, listing, copied)
+    report = validate_checkpoint(target.checkpoint, layout=lay)
+    return _manifest(target, lay, snaps, copied, live_run, report)
+
+
+def _copy_files(target: Target, lay: Layout, snaps: list[dict[str, Any]], dry_run: bool) -> _Copied:
+    """Store each file of ``lay`` the store does not hold yet (same size and time as in the
+    newest snapshot: its object is reused); never follows a link."""
+    previous = {f["path"]: f for f in snaps[0]["files"]} if snaps else {}
     fs_out, store = _store(target.snapshot_root)
     fs_in, ck_root = filesystem(target.checkpoint)
     local = paths.local_path(target.checkpoint)
     stored = _object_names(fs_out, store)
-    files, new_files, new_bytes, reused, vanished = [], 0, 0, 0, []
+    out = _Copied()
     for rel in sorted(lay.files):
         info = lay.files[rel]
         if rel in _SKIP or rel in lay.temp_files:
@@ -156,7 +178,7 @@ def _cut(target: Target, dry_run: bool, live_run: bool) -> dict[str, Any]:
         try:
             is_link = local is not None and stat.S_ISLNK(os.lstat(local / rel).st_mode)
         except FileNotFoundError:
-            vanished.append(rel)  # Spark's cleanup removed an old version meanwhile
+            out.vanished.append(rel)  # Spark's cleanup removed an old version meanwhile
             continue
         if is_link:
             raise UserError(
@@ -172,46 +194,62 @@ def _cut(target: Target, dry_run: bool, live_run: bool) -> dict[str, Any]:
             and prev["sha256"] in stored
         ):
             sha = prev["sha256"]
-            reused += 1
+            out.reused += 1
         elif dry_run:
             sha = ""
-            new_files += 1
-            new_bytes += info.size
+            out.new_files += 1
+            out.new_bytes += info.size
         else:
             try:
                 sha, added, size = _store_object(fs_in, f"{ck_root}/{rel}", fs_out, store, local)
             except FileNotFoundError:
-                vanished.append(rel)  # Spark's cleanup removed an old version meanwhile
+                out.vanished.append(rel)  # Spark's cleanup removed an old version meanwhile
                 continue
             if added:
-                new_files += 1
-                new_bytes += size
-        files.append({"path": rel, "size": size, "mtime": info.mtime, "sha256": sha})
-    if live_run and not dry_run:
-        # Validate what was copied, read from the store: the folder keeps changing.
-        # Files the first layout read could no longer find were removed by the cleanup too.
-        vanished += [
-            i.path for e in listing.values() for i in e.values() if i.path not in lay.files
-        ]
-        remnants = live.cleaned_remnants([f["path"] for f in files], vanished)
-        files = [f for f in files if f["path"] not in remnants]
-        sha_of = {f["path"]: f["sha256"] for f in files}
-        gone = set(vanished) | remnants
-        listing = {
-            d: {n: f for n, f in e.items() if f.path not in gone} for d, e in listing.items()
-        }
-        lay = read_layout(
-            target.checkpoint,
-            listing=listing,
-            read=lambda rel: read_object(target.snapshot_root, sha_of[rel]).decode("utf-8"),
-        )
-    report = validate_checkpoint(target.checkpoint, layout=lay)
+                out.new_files += 1
+                out.new_bytes += size
+        out.files.append({"path": rel, "size": size, "mtime": info.mtime, "sha256": sha})
+    return out
+
+
+def _as_copied(
+    target: Target, lay: Layout, listing: dict[str, dict[str, Any]], copied: _Copied
+) -> Layout:
+    """The layout of what a live copy stored, read back from the store (the folder keeps
+    changing): files Spark's cleanup removed meanwhile, and the log remnants their removal
+    leaves, are dropped from the copy."""
+    from spark_jobs.checkpoints import live
+
+    # Files the first layout read could no longer find were removed by the cleanup too.
+    copied.vanished += [
+        i.path for e in listing.values() for i in e.values() if i.path not in lay.files
+    ]
+    remnants = live.cleaned_remnants([f["path"] for f in copied.files], copied.vanished)
+    copied.files = [f for f in copied.files if f["path"] not in remnants]
+    sha_of = {f["path"]: f["sha256"] for f in copied.files}
+    gone = set(copied.vanished) | remnants
+    listing = {d: {n: f for n, f in e.items() if f.path not in gone} for d, e in listing.items()}
+    return read_layout(
+        target.checkpoint,
+        listing=listing,
+        read=lambda rel: read_object(target.snapshot_root, sha_of[rel]).decode("utf-8"),
+    )
+
+
+def _manifest(
+    target: Target,
+    lay: Layout,
+    snaps: list[dict[str, Any]],
+    copied: _Copied,
+    live_run: bool,
+    report: Report,
+) -> dict[str, Any]:
     batch = lay.last_committed if lay.last_committed is not None else -1
     now = time.time()
     snap_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now)) + f"-b{batch}"
     if any(m["id"] == snap_id for m in snaps):
         snap_id += "-" + uuid.uuid4().hex[:6]
-    manifest = {
+    return {
         "format": FORMAT,
         "id": snap_id,
         "seq": next_seq(snaps),  # the order (manifests.order_key): the clock can step back
@@ -226,13 +264,12 @@ def _cut(target: Target, dry_run: bool, live_run: bool) -> dict[str, Any]:
         "created_ts": now,
         "valid": not report.errors,
         "findings": report.codes,
-        "files": files,
-        "bytes": sum(f["size"] for f in files),
-        "new_files": new_files,
-        "new_bytes": new_bytes,
-        "reused_files": reused,
+        "files": copied.files,
+        "bytes": sum(f["size"] for f in copied.files),
+        "new_files": copied.new_files,
+        "new_bytes": copied.new_bytes,
+        "reused_files": copied.reused,
     }
-    return manifest
 
 
 def _object_names(fs: Any, store: str) -> set[str]:

@@ -23,12 +23,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlparse
 
+from spark_jobs.checkpoints.files import filesystem, read_text
 from spark_jobs.checkpoints.layout import (
     SOURCE_LOG_NAME,
     Layout,
-    filesystem,
     read_layout,
-    read_text,
 )
 from spark_jobs.contract import paths
 

@@ -19,7 +19,7 @@ OVERRIDE_FLAG = "--new-checkpoint-for-existing-table"
 
 def checkpoint_query(checkpoint: str) -> tuple[str | None, bool]:
     """(query id or None, whether any batch is committed) of a checkpoint, from two reads."""
-    from spark_jobs.checkpoints.layout import filesystem
+    from spark_jobs.checkpoints.files import filesystem
 
     fs, root = filesystem(checkpoint)
     query_id = None

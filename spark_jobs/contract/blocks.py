@@ -3,14 +3,15 @@
 
 Every default of these blocks is written here and nowhere else; readers take attributes. A
 duration is given as people write it (``10 minutes``) and held as float seconds. A bad value or
-an unknown key is one line naming the spec file and the field (:func:`parse_block`).
+an unknown key is one line naming the spec file and the field
+(:func:`spark_jobs.contract.spec.parse_spec`, which holds them as fields of the spec file's model).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from spark_jobs.contract.durations import parse_seconds
 from spark_jobs.contract.errors import UserError
@@ -86,29 +87,3 @@ class Tables(_Block):
     # VACUUM keeps files removed less than this long ago; never shorter than the oldest snapshot
     # needs. Also the tables' delta.deletedFileRetentionDuration, so a hand-written VACUUM keeps it.
     retention: Seconds = 7 * 86400.0
-
-
-B = TypeVar("B", bound=_Block)
-
-
-def parse_block(model: type[B], raw: Any, block: str, where: str) -> B:
-    """The ``block:`` mapping of spec ``where`` as ``model``; one UserError line when it is bad."""
-    if raw is None:
-        return model()
-    if not isinstance(raw, dict):
-        raise UserError(f"job spec {where}: {block} must be a mapping, not {raw!r}")
-    try:
-        return model.model_validate(raw)
-    except ValidationError as exc:
-        err = exc.errors(include_url=False)[0]
-        key = str(err["loc"][0]) if err["loc"] else ""
-        if err["type"] == "extra_forbidden":
-            known = ", ".join(model.model_fields)
-            raise UserError(
-                f"job spec {where}: unknown key {block}.{key}; {block} takes {known}"
-            ) from None
-        info = model.model_fields.get(key)
-        need = info.description if info is not None and info.description else err["msg"]
-        raise UserError(
-            f"job spec {where}: {block}.{key} must be {need}, not {err['input']!r}"
-        ) from None

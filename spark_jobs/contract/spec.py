@@ -11,15 +11,18 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic_core import PydanticUseDefault
 
 from spark_jobs.contract import paths
-from spark_jobs.contract.blocks import Freshness, Quality, Snapshots, Supervise, Tables, parse_block
+from spark_jobs.contract.blocks import Freshness, Quality, Snapshots, Supervise, Tables
 from spark_jobs.contract.durations import parse_seconds
 from spark_jobs.contract.errors import UserError
 from spark_jobs.contract.kafka import check_cluster, clusters_of, is_kafka
+from spark_jobs.contract.spec_errors import one_line
 
 DEFAULT_MAX_FUTURE_SECONDS = 86400.0  # max_future's default (1 day)
 # max_future covers clock skew (a day or so). Past about 31,000 years, clock + max_future
@@ -33,20 +36,19 @@ DEFAULT_MAX_OFFSETS_PER_TRIGGER = 1_000_000
 # Words in a kafka_options name that mark its value secret (sasl.jaas.config carries the password).
 SECRET_WORDS = ("jaas", "password", "secret", "token", "credential", "key")
 MASK = "****"
-STATE_STORES = ("rocksdb", "hdfs")
-MODES = ("catch-up", "continuous")
-OUTPUT_MODES = ("append", "update")
+# The choices a spec offers, as types (the spec file's model checks them) and as tuples.
+Pattern = Literal["arbitrary", "builtin"]  # our state logic, or Spark's own operators
+Mode = Literal["catch-up", "continuous"]
+StateStore = Literal["rocksdb", "hdfs"]
+OutputMode = Literal["append", "update"]
+Executor = Literal["per-key", "batched"]
+Completeness = Literal["hourly", "daily"]
+STATE_STORES = get_args(StateStore)
+MODES = get_args(Mode)
+OUTPUT_MODES = get_args(OutputMode)
 TRIGGER_HELP = "available-now or processing-time:30s"
 # The event-time partitions whose completeness is announced (spark_jobs.contract.completeness).
-COMPLETENESS = ("hourly", "daily")
-
-_KNOWN_KEYS = {
-    "name", "description", "pattern", "mode", "schedule", "inputs", "output", "checkpoint",
-    "trigger", "watermark", "state_store", "changelog_checkpointing", "shuffle_partitions",
-    "min_batches_to_retain", "max_files_per_trigger", "output_mode", "executor", "params",
-    "quality", "snapshots", "supervise", "owner", "tags", "max_future", "max_offsets_per_trigger",
-    "kafka_options", "fail_on_data_loss", "completeness", "freshness", "tables",
-}  # fmt: skip
+COMPLETENESS = get_args(Completeness)
 
 
 @dataclass(frozen=True)
@@ -232,86 +234,114 @@ def load_spec(name: str, spec_dir: Path | None = None) -> JobSpec:
     return parse_spec(raw, str(path), default_name=name)
 
 
+def _empty_is_default(value: Any) -> Any:
+    # ``params:`` with nothing under it is YAML's None: the block's default, not an error
+    if value is None:
+        raise PydanticUseDefault()
+    return value
+
+
+def _duration(value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError("not a duration")
+    try:
+        return parse_seconds(value)
+    except UserError as exc:  # pydantic reports ValueErrors as the field's error
+        raise ValueError("not a duration") from exc
+
+
+Duration = Annotated[float, BeforeValidator(_duration)]
+Count = Annotated[int, Field(ge=1)]
+_Maybe = BeforeValidator(_empty_is_default)
+
+
+class SpecFile(BaseModel):
+    """A spec file as written (``include/jobs/JOB.yaml``): every key, its type and its default,
+    in one place. :func:`parse_spec` turns it into a :class:`JobSpec` (paths resolved, the
+    trigger parsed); a bad value is one line naming the file and the key
+    (:func:`spark_jobs.contract.spec_errors.one_line`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str | None = None
+    description: str = ""
+    pattern: Pattern = "arbitrary"
+    mode: Mode = "catch-up"
+    schedule: str | None = None
+    inputs: dict[str, str] = Field(min_length=1)
+    output: str
+    checkpoint: str
+    trigger: str = "available-now"
+    watermark: Duration
+    state_store: StateStore = "rocksdb"
+    changelog_checkpointing: bool = True
+    shuffle_partitions: Count = 4
+    min_batches_to_retain: Count = 20
+    max_files_per_trigger: Count = DEFAULT_MAX_FILES_PER_TRIGGER
+    max_offsets_per_trigger: Count = DEFAULT_MAX_OFFSETS_PER_TRIGGER
+    output_mode: OutputMode = "append"
+    executor: Executor = "per-key"
+    params: Annotated[dict[str, Any], _Maybe] = Field(default_factory=dict)
+    quality: Annotated[Quality, _Maybe] = Field(default_factory=Quality)
+    snapshots: Annotated[Snapshots, _Maybe] = Field(default_factory=Snapshots)
+    supervise: Annotated[Supervise, _Maybe] = Field(default_factory=Supervise)
+    tables: Annotated[Tables, _Maybe] = Field(default_factory=Tables)
+    freshness: Annotated[Freshness, _Maybe] = Field(default_factory=Freshness)
+    owner: str = "platform"
+    tags: Annotated[tuple[str, ...], _Maybe] = ()
+    max_future: Annotated[Duration, Field(gt=0, le=MAX_FUTURE_LIMIT_SECONDS)] = (
+        DEFAULT_MAX_FUTURE_SECONDS
+    )
+    kafka_options: Annotated[dict[str, str | int | float | bool], _Maybe] = Field(
+        default_factory=dict
+    )
+    fail_on_data_loss: bool = True
+    completeness: Completeness = "hourly"
+
+
 def parse_spec(raw: dict[str, Any], where: str, default_name: str | None = None) -> JobSpec:
+    """The spec file's mapping ``raw`` (from ``where``) checked against :class:`SpecFile`,
+    as the :class:`JobSpec` the commands and DAGs use."""
     if not isinstance(raw, dict):
         raise UserError(f"job spec {where} must be a mapping")
-    unknown = sorted(set(raw) - _KNOWN_KEYS)
-    if unknown:
-        raise UserError(f"job spec {where}: unknown key(s) {', '.join(unknown)}")
-
-    def need(key: str) -> Any:
-        if key not in raw:
-            raise UserError(f"job spec {where}: missing required key {key!r}")
-        return raw[key]
-
-    def choice(key: str, allowed: tuple[str, ...], default: str) -> str:
-        val = str(raw.get(key, default))
-        if val not in allowed:
-            raise UserError(
-                f"job spec {where}: {key} must be one of {', '.join(allowed)}, not {val!r}"
-            )
-        return val
-
-    inputs = need("inputs")
-    if not isinstance(inputs, dict) or not inputs:
-        raise UserError(f"job spec {where}: inputs must map an input kind to a folder")
     try:
-        shuffle = int(raw.get("shuffle_partitions", 4))
-        retain = int(raw.get("min_batches_to_retain", 20))
-        mfpt = int(raw.get("max_files_per_trigger", DEFAULT_MAX_FILES_PER_TRIGGER))
-        mopt = int(raw.get("max_offsets_per_trigger", DEFAULT_MAX_OFFSETS_PER_TRIGGER))
-    except (TypeError, ValueError) as exc:
-        raise UserError(f"job spec {where}: {exc}") from exc
-    max_future = parse_seconds(
-        raw.get("max_future", DEFAULT_MAX_FUTURE_SECONDS), f"max_future in {where}"
-    )
-    if not 0 < max_future <= MAX_FUTURE_LIMIT_SECONDS:
-        raise UserError(f"job spec {where}: max_future must be positive and at most 100 years")
-    kafka_options = raw.get("kafka_options") or {}
-    if not isinstance(kafka_options, dict):
-        raise UserError(f"job spec {where}: kafka_options must map consumer properties to values")
-    if mopt < 1 or mfpt < 1:
-        raise UserError(
-            f"job spec {where}: max_files_per_trigger and max_offsets_per_trigger must be >= 1"
-        )
-    if shuffle < 1 or retain < 1:
-        raise UserError(
-            f"job spec {where}: shuffle_partitions and min_batches_to_retain must be >= 1"
-        )
-    resolved = {str(k): paths.resolve(str(v)) for k, v in inputs.items()}
+        f = SpecFile.model_validate(raw)
+    except ValidationError as exc:
+        raise UserError(one_line(exc, SpecFile, raw, where)) from None
+    resolved = {str(k): paths.resolve(str(v)) for k, v in f.inputs.items()}
     return JobSpec(
-        name=str(raw.get("name", default_name)),
-        description=str(raw.get("description", "")).strip(),
-        pattern=choice("pattern", ("arbitrary", "builtin"), "arbitrary"),
-        mode=choice("mode", MODES, "catch-up"),
-        schedule=raw.get("schedule"),
+        name=str(f.name if f.name is not None else default_name),
+        description=f.description.strip(),
+        pattern=f.pattern,
+        mode=f.mode,
+        schedule=f.schedule,
         inputs=resolved,
-        output=paths.resolve(str(need("output"))),
-        checkpoint=paths.resolve(str(need("checkpoint"))),
-        trigger=Trigger.parse(raw.get("trigger", "available-now")),
-        watermark_seconds=parse_seconds(need("watermark"), f"watermark in {where}"),
-        state_store=choice("state_store", STATE_STORES, "rocksdb"),
-        changelog_checkpointing=bool(raw.get("changelog_checkpointing", True)),
-        shuffle_partitions=shuffle,
-        min_batches_to_retain=retain,
-        max_files_per_trigger=mfpt,
-        output_mode=choice("output_mode", OUTPUT_MODES, "append"),
-        executor=choice("executor", ("per-key", "batched"), "per-key"),
-        params=dict(raw.get("params") or {}),
-        quality=parse_block(Quality, raw.get("quality"), "quality", where),
-        snapshots=parse_block(Snapshots, raw.get("snapshots"), "snapshots", where),
-        supervise=parse_block(Supervise, raw.get("supervise"), "supervise", where),
-        tables=parse_block(Tables, raw.get("tables"), "tables", where),
-        owner=str(raw.get("owner", "platform")),
-        tags=tuple(raw.get("tags") or ()),
+        output=paths.resolve(f.output),
+        checkpoint=paths.resolve(f.checkpoint),
+        trigger=Trigger.parse(f.trigger),
+        watermark_seconds=f.watermark,
+        state_store=f.state_store,
+        changelog_checkpointing=f.changelog_checkpointing,
+        shuffle_partitions=f.shuffle_partitions,
+        min_batches_to_retain=f.min_batches_to_retain,
+        max_files_per_trigger=f.max_files_per_trigger,
+        output_mode=f.output_mode,
+        executor=f.executor,
+        params=dict(f.params),
+        quality=f.quality,
+        snapshots=f.snapshots,
+        supervise=f.supervise,
+        tables=f.tables,
+        owner=f.owner,
+        tags=f.tags,
         path=where,
-        max_future_seconds=max_future,
-        max_offsets_per_trigger=mopt,
-        kafka_options={str(k): str(v) for k, v in kafka_options.items()},
-        fail_on_data_loss=bool(raw.get("fail_on_data_loss", True)),
+        max_future_seconds=f.max_future,
+        max_offsets_per_trigger=f.max_offsets_per_trigger,
+        kafka_options={str(k): str(v) for k, v in f.kafka_options.items()},
+        fail_on_data_loss=f.fail_on_data_loss,
         kafka_clusters=clusters_of(resolved.values()),
-        completeness=choice("completeness", COMPLETENESS, COMPLETENESS[0]),
-        freshness=parse_block(Freshness, raw.get("freshness"), "freshness", where),
+        completeness=f.completeness,
+        freshness=f.freshness,
     )
 
 

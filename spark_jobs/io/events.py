@@ -1,5 +1,5 @@
-"""Input event kinds (CONTRACTS.md section 2): required fields, their types, and the parse that
-splits every landing line into a typed event or a bad record with its reason.
+"""The parse that splits every landing line into a typed event of its kind
+(:mod:`spark_jobs.io.event_kinds`) or a bad record with its reason.
 
 Two tiers, one projection. Every line goes through Spark's native JSON parser (``from_json`` with
 the kind's schema and a corrupt-record column) and a few cheap checks that say "certainly good".
@@ -12,102 +12,22 @@ The VARIANT check runs inside a ``CASE WHEN`` branch, so good lines never pay fo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from spark_jobs.contract.spec import DEFAULT_MAX_FUTURE_SECONDS
+from spark_jobs.io.event_kinds import (
+    ACCEPTS,
+    INT_MAX,
+    INT_MIN,
+    INT_TEXT,
+    ISO_TS_WITH_ZONE,
+    TYPE_WORDS,
+    Field,
+    fields,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
-
-EVENT_TIME = "event_time"
-# An ISO-8601 timestamp with a timezone; Spark's cast accepts zone-less ones too, so check first.
-ISO_TS_WITH_ZONE = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}(:?\d{2})?)$"
-
-
-# An ``int`` field holds a 32-bit value, stored as bigint: a sum over 2^32 of them (a session's
-# ``total_duration_sec``) still fits a bigint, where a sum of bigints overflows (an ANSI error in
-# Spark, a silent wrap in numpy). A ``num`` field is stored as decimal(18,2).
-INT_MIN, INT_MAX = -(2**31), 2**31 - 1
-_INT_TEXT = r"^-?[0-9]+$"  # a JSON integer as the VARIANT's string value spells it
-
-
-@dataclass(frozen=True)
-class Field:
-    name: str
-    type: str  # str, int, num, ts
-    nullable: bool = False
-    allowed: tuple[str, ...] = ()
-
-    @property
-    def spark_type(self) -> str:
-        return {"str": "string", "int": "bigint", "num": "decimal(18,2)", "ts": "timestamp"}[
-            self.type
-        ]
-
-
-KINDS: dict[str, tuple[Field, ...]] = {
-    "clickstream": (
-        Field("event_id", "str"),
-        Field("user_id", "str"),
-        Field("event_type", "str"),
-        Field("page", "str", nullable=True),
-        Field("duration_sec", "int", nullable=True),
-        Field(EVENT_TIME, "ts"),
-    ),
-    "auth": (
-        Field("event_id", "str"),
-        Field("user_id", "str"),
-        Field("event_type", "str", allowed=("LOGIN_FAILED", "LOGIN_SUCCESS")),
-        Field("ip", "str"),
-        Field(EVENT_TIME, "ts"),
-    ),
-    "service-logs": (
-        Field("service", "str"),
-        Field("level", "str"),
-        Field("message", "str"),
-        Field(EVENT_TIME, "ts"),
-    ),
-    "orders": (
-        Field("order_id", "str"),
-        Field("user_id", "str"),
-        Field("amount", "num"),
-        Field(EVENT_TIME, "ts"),
-    ),
-    "payments": (
-        Field("payment_id", "str"),
-        Field("order_id", "str"),
-        Field("amount", "num"),
-        Field(EVENT_TIME, "ts"),
-    ),
-}
-
-# JSON types (as schema_of_variant names them) that each field type accepts.
-_ACCEPTS = {
-    "str": ("STRING",),
-    "int": ("BIGINT", "INT", "SMALLINT", "TINYINT"),
-    "num": ("BIGINT", "INT", "SMALLINT", "TINYINT", "DOUBLE", "FLOAT", "DECIMAL"),
-    "ts": ("STRING",),
-}
-_TYPE_WORDS = {
-    "str": "a string",
-    "int": "an integer",
-    "num": "a number",
-    "ts": "a timestamp string",
-}
-
-
-def fields(kind: str) -> tuple[Field, ...]:
-    from spark_jobs.contract.errors import UserError
-
-    if kind not in KINDS:
-        raise UserError(f"unknown event kind {kind!r}; kinds: {', '.join(KINDS)}")
-    return KINDS[kind]
-
-
-def spark_schema(kind: str) -> str:
-    """The typed event schema of ``kind`` as a DDL string."""
-    return ", ".join(f"{f.name} {f.spark_type}" for f in fields(kind))
 
 
 def _json_type(v: Column, name: str) -> Column:
@@ -155,8 +75,8 @@ def _reason(v: Column, kind: str) -> Column:
             )
         checks.append(
             (
-                ~absent & ~t.isin(*_ACCEPTS[f.type]),
-                F.concat(F.lit(f"field {f.name} must be {_TYPE_WORDS[f.type]}, got "), F.lower(t)),
+                ~absent & ~t.isin(*ACCEPTS[f.type]),
+                F.concat(F.lit(f"field {f.name} must be {TYPE_WORDS[f.type]}, got "), F.lower(t)),
             )
         )
         if f.type == "ts":
@@ -195,10 +115,10 @@ def _no_fit(v: Column, f: Field) -> Column:
 
     t = _json_type(v, f.name)
     if f.type == "int":
-        whole = F.try_variant_get(v, f"$.{f.name}", "string").rlike(_INT_TEXT)
-        integral = t.isin(*_ACCEPTS["int"], "DECIMAL") & whole
+        whole = F.try_variant_get(v, f"$.{f.name}", "string").rlike(INT_TEXT)
+        integral = t.isin(*ACCEPTS["int"], "DECIMAL") & whole
         return integral & F.try_variant_get(v, f"$.{f.name}", "int").isNull()
-    return t.isin(*_ACCEPTS["num"]) & (
+    return t.isin(*ACCEPTS["num"]) & (
         F.try_variant_get(v, f"$.{f.name}", "double").try_cast(f.spark_type).isNull()
     )
 

@@ -17,21 +17,18 @@ from __future__ import annotations
 import json
 import signal
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from spark_jobs import completeness, eventlog
 from spark_jobs.contract import delta, paths
 from spark_jobs.contract.errors import ExitCode, JobFailed, UserError
-from spark_jobs.contract.progress_log import BatchProgress, ProgressLog, ProgressRecord
+from spark_jobs.contract.progress_log import BatchProgress, ProgressLog
 from spark_jobs.contract.spec import JobSpec
 from spark_jobs.io import events as ev
 from spark_jobs.io import sinks, sources
-from spark_jobs.jobs import definition
+from spark_jobs.jobs import definition, query_wait
 from spark_jobs.runtime import binding, progress, spark_errors
 from spark_jobs.runtime.lock import JobLock
 
@@ -182,6 +179,26 @@ def build_stream(spark: Any, spec: JobSpec) -> Any:
     return sinks.combine(job.build(spark, spec, good), bad)
 
 
+def start_query(spark: Any, spec: JobSpec, qname: str) -> Any:
+    """The job's one streaming query, started: its output and bad records, written by a
+    ``foreachBatch`` that appends (or, for an upsert job, merges on its keys) exactly once."""
+    job = definition(spec.name)
+    out = build_stream(spark, spec)
+    data_columns = [c for c in out.columns if c not in (sinks.KEYS_COL, sinks.QUARANTINE_COL)]
+    upsert = job.sink == "upsert"
+    writer = sinks.make_batch_writer(
+        spec.output,
+        spec.quarantine,
+        spec.checkpoint,
+        qname,
+        data_columns,
+        job.keys if upsert else None,
+        job.combined() if upsert else None,
+    )
+    mode = "update" if upsert else "append"
+    return sinks.start(out, spec.checkpoint, qname, _trigger(spec), writer, mode)
+
+
 def run_job(
     spec: JobSpec,
     conf: dict[str, str] | None = None,
@@ -231,38 +248,17 @@ def run_job(
         stop_signal: list[int] = []
         events = eventlog.open_run(spec, trigger=str(spec.trigger), run_for=run_for, conf=conf)
         try:
-            out = build_stream(spark, spec)
-            data_columns = [
-                c for c in out.columns if c not in (sinks.KEYS_COL, sinks.QUARANTINE_COL)
-            ]
-            upsert = job.sink == "upsert"
-            writer = sinks.make_batch_writer(
-                spec.output,
-                spec.quarantine,
-                spec.checkpoint,
-                qname,
-                data_columns,
-                job.keys if upsert else None,
-                job.combined() if upsert else None,
-            )
-            queries.append(
-                sinks.start(
-                    out,
-                    spec.checkpoint,
-                    qname,
-                    _trigger(spec),
-                    writer,
-                    "update" if upsert else "append",
+            queries.append(start_query(spark, spec, qname))
+            with query_wait.graceful_stop(stop_signal):
+                query_wait.wait(
+                    queries, run_for, query_wait.Heartbeat(spec.name, targets), stop_signal
                 )
-            )
-            with _graceful_stop(stop_signal):
-                _wait(queries, run_for, Heartbeat(spec.name, targets), stop_signal)
-            _wait_for_listener(spec, queries)
+            query_wait.wait_for_listener(spec, queries)
         except spark_errors.SPARK_ERRORS as exc:  # a failed query, a refused plan, a JVM error
             raise failure(spec, exc) from exc
         finally:
             for q in queries:
-                _stop_quietly(q, qname)
+                query_wait.stop_quietly(q, qname)
             spark.streams.removeListener(listener)
             events.close(sys.exc_info()[1], stop_signal)  # the stop or failure row, last appends
         summary = summarise(spec, started, {str(q.runId) for q in queries}, before)
@@ -271,166 +267,7 @@ def run_job(
         return summary
 
 
-def _stop_quietly(query: Any, name: str) -> None:
-    """Stop ``query`` on the way out of a run; failing to is only warned about. This runs while
-    another exception may be on its way up (that one says what went wrong), and a query left
-    running dies with the driver: its checkpoint re-runs a batch cut short, exactly once.
-    ``name`` is passed in because asking a dead JVM for it would fail too."""
-    try:
-        if query.isActive:
-            query.stop()
-    except spark_errors.STOP_ERRORS as exc:
-        print(
-            f"statekeeper: warning: could not stop query {name} "
-            f"({spark_errors.reason(exc)}); its checkpoint re-runs any batch cut short",
-            file=sys.stderr,
-            flush=True,
-        )
-
-
-@contextmanager
-def _graceful_stop(flag: list[int]) -> Iterator[None]:
-    """While inside, SIGTERM only sets ``flag`` (the wait loop then stops between batches); a
-    second SIGTERM ends the process at once. Signals reach the main thread only."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def on_term(signum: int, _frame: Any) -> None:
-        if flag:
-            sys.exit(128 + signum)  # asked twice: stop now
-        flag.append(signum)
-        print("statekeeper: SIGTERM: stopping after the running batch", file=sys.stderr, flush=True)
-
-    previous = signal.signal(signal.SIGTERM, on_term)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-class Heartbeat:
-    """Appends a heartbeat record to a query's progress log every ``progress.heartbeat_every()``
-    seconds while one of its batches runs (Spark reports progress only when a batch ends)."""
-
-    LOOK_EVERY = 2.0  # seconds between looks at the queries' status (one JVM call each)
-
-    def __init__(self, job: str, targets: dict[str, str]) -> None:
-        self.job = job
-        self.targets = targets  # query name -> checkpoint whose progress log it writes
-        self.every = progress.heartbeat_every()
-        self.running_since: dict[str, float] = {}
-        self.last_beat: dict[str, float] = {}
-        self.batch_seen: dict[str, tuple[Any, Any]] = {}
-        self.last_look = 0.0
-
-    def tick(self, queries: list[Any]) -> None:
-        now = time.time()
-        if now - self.last_look < min(self.LOOK_EVERY, self.every / 2):
-            return
-        self.last_look = now
-        for q in queries:
-            name = q.name
-            if name not in self.targets or not q.isActive or not q.status["isTriggerActive"]:
-                self.running_since.pop(name, None)
-                continue
-            # Batches may run back to back: a new last progress means a new batch began.
-            batch = _last_batch(q)
-            if self.batch_seen.get(name) != batch:
-                self.batch_seen[name] = batch
-                self.running_since.pop(name, None)
-            since = self.running_since.setdefault(name, now)
-            if now - since >= self.every and now - self.last_beat.get(name, 0.0) >= self.every:
-                record = progress.heartbeat_record(
-                    name, str(q.id), str(q.runId), self.job, now - since, now
-                )
-                progress.append_line(progress.progress_path(self.targets[name]), record)
-                self.last_beat[name] = now
-
-
-def _wait(
-    queries: list[Any],
-    run_for: float | None,
-    heartbeat: Heartbeat | None = None,
-    stop_signal: list[int] | None = None,
-) -> None:
-    deadline = None if run_for is None else time.time() + run_for
-    while True:
-        for q in queries:
-            if not q.isActive and q.exception() is not None:
-                raise q.exception()
-        if all(not q.isActive for q in queries):
-            return
-        # --run-for ends a run between batches too: a batch cut short is planned again the same
-        # next time, so one longer than every run would never end.
-        if stop_signal or (deadline is not None and time.time() >= deadline):
-            _stop_between_batches(queries, heartbeat)
-            return
-        if heartbeat is not None:
-            heartbeat.tick(queries)
-        for q in queries:
-            if q.isActive:
-                q.awaitTermination(0.5)
-
-
-def _stop_between_batches(queries: list[Any], heartbeat: Heartbeat | None) -> None:
-    """Stop each query once the batch it was running has ended. ``query.stop()`` would interrupt
-    a running batch, so a query is stopped when its trigger is quiet or when a batch has ended
-    since the signal (a next batch that started back to back is cut and re-run later from the
-    checkpoint: exactly once either way)."""
-    pending = {id(q): (q, _last_batch(q)) for q in queries if q.isActive}
-    while pending:
-        for key, (q, at_signal) in list(pending.items()):
-            if not q.isActive or not q.status["isTriggerActive"] or _last_batch(q) != at_signal:
-                q.stop()
-                del pending[key]
-        if heartbeat is not None:
-            heartbeat.tick([q for q, _ in pending.values()])
-        if pending:
-            time.sleep(0.2)
-
-
-def _last_batch(q: Any) -> tuple[Any, Any]:
-    last = q.lastProgress or {}
-    return last.get("batchId"), last.get("timestamp")
-
-
-WAIT_TAIL = 20  # newest batch records looked at once before following the log
 CLOCK_SLACK = 5.0  # seconds: a batch's trigger time vs the run's start, same clock
-
-
-def _wait_for_listener(spec: JobSpec, queries: list[Any], timeout: float = 15.0) -> None:
-    """Progress events reach the listener asynchronously: wait until the query's last batch is
-    in its log, so the summary (and whoever reads the log next) sees the whole run."""
-    wanted = None
-    for q in queries:
-        last = q.lastProgress
-        # A trigger that ran no batch (nothing new) updates lastProgress but posts no progress
-        # event (Spark 4 reports it as idle): waiting for it would cost the whole timeout.
-        if last and "addBatch" in (last.get("durationMs") or {}):
-            wanted = (str(last["runId"]), int(last["batchId"]))
-    if wanted is None:
-        return
-    run_id, batch = wanted
-
-    def arrived(records: list[ProgressRecord]) -> bool:
-        return any(
-            isinstance(r, BatchProgress) and r.run_id == run_id and r.batch_id >= batch
-            for r in records
-        )
-
-    log = ProgressLog(spec.checkpoint)
-    # Only what is appended is read while waiting (the log holds up to ~100 MB of history):
-    # the follower starts at the end first, so a record written meanwhile is not missed, then
-    # the newest records already there are looked at once.
-    follower = log.follow()
-    if arrived(log.tail(WAIT_TAIL)):
-        return
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if arrived(follower.read_new()):
-            return
-        time.sleep(0.2)
 
 
 def summarise(

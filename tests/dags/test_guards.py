@@ -70,9 +70,9 @@ def test_path_params_outside_their_roots_are_refused_before_anything_runs(data, 
     from statekeeper.supervisor import StreamingSupervisorOperator
 
     ops = [
-        SparkJobsSubmitOperator(task_id="submit", arguments=["list"]),
+        SparkJobsSubmitOperator(task_id="submit", command=["publish"], job="sessions"),
         SparkJobRunOperator(task_id="run", job="sessions"),
-        QualityCheckOperator(task_id="quality", arguments=["list"]),
+        QualityCheckOperator(task_id="quality", job="sessions"),
         BackfillPlanOperator(task_id="plan"),
         StreamingSupervisorOperator(task_id="supervise", job="service_health", action="stop"),
     ]
@@ -141,7 +141,7 @@ def test_a_failed_submit_fails_the_task_with_the_runners_one_line_reason(data):
 
     from statekeeper.submit import SparkJobsSubmitOperator
 
-    op = SparkJobsSubmitOperator(task_id="t", arguments=["run", "no_such_job"])
+    op = SparkJobsSubmitOperator(task_id="t", command=["run"], job="no_such_job")
     with pytest.raises(AirflowException) as err:
         op.execute({"params": {}})
     assert str(err.value).startswith("spark_jobs run no_such_job failed (exit 2): statekeeper: ")

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from spark_jobs.jobs import runner
+from spark_jobs.jobs import query_wait
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +38,7 @@ def test_a_time_limit_stops_the_run_between_batches(spark, tmp_path):
             assert time.time() < deadline and q.isActive, "batch 0 never started"
             time.sleep(0.05)
 
-        runner._wait([q], run_for=0.5)
+        query_wait.wait([q], run_for=0.5)
 
         assert not q.isActive
         assert (ck / "commits" / "0").exists(), "the run was cut inside batch 0"

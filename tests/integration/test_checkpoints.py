@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from spark_jobs.checkpoints import findings as F
 from spark_jobs.checkpoints import validate as V
 from spark_jobs.checkpoints.cli import register  # noqa: F401  (the subcommand exists)
 from spark_jobs.checkpoints.inspect import inspect_checkpoint
@@ -239,7 +240,7 @@ LANDING_CODES = {"LANDING_FILES_UNREAD"}
 
 
 def test_catalogue_is_covered():
-    assert set(CASES) == set(V.CATALOGUE) - KAFKA_CODES - LANDING_CODES
+    assert set(CASES) == set(F.CATALOGUE) - KAFKA_CODES - LANDING_CODES
 
 
 # Every finding on the RocksDB checkpoint; the ones about state files on the HDFS-backed one too.
@@ -264,7 +265,7 @@ def test_finding(base, store, code, tmp_path, monkeypatch):
     report = validate_checkpoint(str(ck), spec, snapshot_root=str(tmp_path / "snaps"))
     assert code in report.codes, report.findings
     found = next(f for f in report.findings if f.code == code)
-    assert found.severity == V.CATALOGUE[code][0] and found.fix and found.message
+    assert found.severity == F.CATALOGUE[code][0] and found.fix and found.message
     want_exit = {"error": 20, "warning": 10, "info": 0}[found.severity]
     assert report.exit_code >= want_exit
     if not changes and not consts:  # the command line says the same, by exit code

@@ -9,7 +9,7 @@ import pytest
 from jobkit import at, job_spec, parquet_timestamp_types, write_lines
 
 from spark_jobs.generate import generate
-from spark_jobs.io import delta_txns, key_metrics, sinks
+from spark_jobs.io import delta_txns, event_kinds, key_metrics, sinks
 from spark_jobs.io import events as ev
 from spark_jobs.jobs.runner import run_job
 from spark_jobs.runtime import progress
@@ -144,7 +144,7 @@ def test_amounts_that_do_not_fit_their_decimal_are_quarantined_not_fatal(spark, 
 JIT_LIMIT = 8000
 
 
-@pytest.mark.parametrize("kind", sorted(ev.KINDS))
+@pytest.mark.parametrize("kind", sorted(event_kinds.KINDS))
 def test_the_parse_compiles_to_methods_the_jvm_can_compile(spark, tmp_path, kind):
     import re
 

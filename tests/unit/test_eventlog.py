@@ -153,7 +153,7 @@ def test_an_operation_row_says_who_did_it(home, monkeypatch):
 
 
 def test_health_history_reaches_past_the_progress_log(home):
-    from statekeeper import health_report
+    from statekeeper import health_history
 
     now = time.time()
     make_checkpoint(home / "ckpt", 10)
@@ -162,12 +162,12 @@ def test_health_history_reaches_past_the_progress_log(home):
     progress_lines(home / "ckpt", range(6, 10), now)  # rotation dropped batches 0..5
     spec = load_spec("sessions")
 
-    got = health_report.series(spec, since=now - 3600)
+    got = health_history.series(spec, since=now - 3600)
     assert [p["batch"] for p in got["points"]] == list(range(10))
-    got = health_report.series(spec, last=8)
+    got = health_history.series(spec, last=8)
     assert [p["batch"] for p in got["points"]] == list(range(2, 10))
     assert got["points"][0]["input_rows"] == recs[2]["numInputRows"]
-    older = health_report.with_older(spec, [], 3, None, recs[5]["statekeeper"]["logged_at"])
+    older = health_history.with_older(spec, [], 3, None, recs[5]["statekeeper"]["logged_at"])
     assert [r["batchId"] for r in older] == [3, 4, 5]
 
     from fastapi.testclient import TestClient

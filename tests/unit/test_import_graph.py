@@ -24,9 +24,11 @@ CONTRACT = "spark_jobs.contract"
 # plan run it in-process (docs/architecture.md says why); its closure is held like the contract's.
 INSPECTION = (
     "spark_jobs.checkpoints.validate",
+    "spark_jobs.checkpoints.findings",
     "spark_jobs.checkpoints.unread",
     "spark_jobs.checkpoints.source_files",
     "spark_jobs.checkpoints.layout",
+    "spark_jobs.checkpoints.files",
     "spark_jobs.checkpoints.first_batch",
     "spark_jobs.checkpoints.manifests",
 )

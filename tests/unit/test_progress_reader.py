@@ -143,7 +143,7 @@ def test_the_runners_wait_reads_only_what_is_appended(tmp_path, monkeypatch):
     import threading
 
     from spark_jobs.contract.spec import load_spec
-    from spark_jobs.jobs.runner import _wait_for_listener
+    from spark_jobs.jobs.query_wait import wait_for_listener
 
     monkeypatch.setenv(progress.MAX_BYTES_ENV, str(16_000_000))
     ckpt = str(tmp_path / "ckpt")
@@ -157,7 +157,7 @@ def test_the_runners_wait_reads_only_what_is_appended(tmp_path, monkeypatch):
     before = _bytes_read()
     writer.start()
     started = time.time()
-    _wait_for_listener(spec, [_Query(last)], timeout=10)
+    wait_for_listener(spec, [_Query(last)], timeout=10)
     waited, read = time.time() - started, _bytes_read() - before
     writer.join()
     assert 1.4 < waited < 5, waited  # returned once the batch was logged

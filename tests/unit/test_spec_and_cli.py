@@ -85,6 +85,35 @@ def test_bad_spec_keys_and_values_are_named():
         parse_spec({k: v for k, v in raw.items() if k != "output"}, "x.yaml")
 
 
+def test_the_spec_file_is_one_typed_model_with_one_line_errors():
+    """Every key of a spec file is a field of one model (types, defaults, limits): no second
+    parser beside it. A quoted boolean means what it says (``bool("false")`` was True), an empty
+    block is its default, and each bad value is one line naming the file and the key."""
+    from spark_jobs.contract.spec import SpecFile
+
+    raw = {"inputs": {"clickstream": "x"}, "output": "o", "checkpoint": "c", "watermark": "1m"}
+    spec = parse_spec({**raw, "changelog_checkpointing": "false", "params": None, "tags": None},
+                      "x.yaml", default_name="x")  # fmt: skip
+    assert spec.changelog_checkpointing is False and spec.params == {} and spec.tags == ()
+    assert spec.watermark_seconds == 60 and spec.name == "x"
+    assert set(SpecFile.model_fields) >= {"inputs", "quality", "freshness", "completeness"}
+    for bad, needle in [
+        ({"shuffle_partitions": "four"}, "shuffle_partitions "),
+        ({"min_batches_to_retain": 0}, "min_batches_to_retain "),
+        ({"watermark": "soon"}, "watermark must be a duration"),
+        ({"inputs": {}}, "inputs must map an input kind to a folder"),
+        ({"kafka_options": ["a"]}, "kafka_options must map consumer properties"),
+        ({"executor": "threads"}, "executor must be one of per-key, batched, not 'threads'"),
+        ({"colour": "red", "size": 3}, "unknown key(s) colour, size"),
+        ({"quality": {"freshnes_sla": "1h"}}, "unknown key quality.freshnes_sla"),
+        ({"snapshots": "daily"}, "snapshots must be a mapping"),
+    ]:
+        with pytest.raises(UserError) as err:
+            parse_spec({**raw, **bad}, "x.yaml")
+        msg = str(err.value)
+        assert msg.startswith("job spec x.yaml: ") and needle in msg and "\n" not in msg, msg
+
+
 def test_fingerprint_changes_with_what_state_depends_on():
     s = load_spec("sessions")
     assert s.fingerprint_hash() == load_spec("sessions").fingerprint_hash()
