@@ -11,7 +11,8 @@ after it happened, and is the same however the events were split into runs and b
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from pydantic import PositiveInt
 
@@ -19,6 +20,10 @@ from spark_jobs.contract.durations import spark_interval
 from spark_jobs.io import key_metrics
 from spark_jobs.jobs import keyed
 from spark_jobs.jobs.declaration import Duration, JobDef
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pyspark.sql.streaming.state import GroupState
 
 SCHEMA = (
     "user_id string, alert_time timestamp, first_failure_time timestamp, "
@@ -47,54 +52,57 @@ def to_events(df: Any) -> dict[str, Any]:
     }
 
 
-def make_emit(columns: list[str]):
-    def emit_alerts(rows: list[dict]) -> Iterator[Any]:
-        from spark_jobs.jobs.pandas_io import emit
+def emit_alerts(columns: list[str], rows: list[dict]) -> Iterator[pd.DataFrame]:
+    """The alert rows as output frames (the metric column null)."""
+    from spark_jobs.jobs.pandas_io import emit
 
-        for df in emit(rows, columns, TS_COLUMNS):
-            yield key_metrics.with_null_metrics(df)
-
-    return emit_alerts
+    for df in emit(rows, columns, TS_COLUMNS):
+        yield key_metrics.with_null_metrics(df)
 
 
-def make_update(gap_ms: int, threshold: int, columns: list[str]):
-    """The per-key function: state is (the failure run, the events still held)."""
-    emit_alerts = make_emit(columns)
+def update_failures(
+    gap_ms: int,
+    threshold: int,
+    columns: list[str],
+    key: tuple[str],
+    pdfs: Iterator[pd.DataFrame],
+    state: GroupState,
+) -> Iterator[pd.DataFrame]:
+    """The per-key function of applyInPandasWithState, bound to the job's parameters with
+    ``functools.partial``; state is (the failure run, the events still held). A timed-out key
+    gets no rows: the watermark released its held events or ended its run."""
+    from spark_jobs.jobs.pandas_io import concat
+    from spark_jobs.state import codec, ordered
+    from spark_jobs.state import fraud as logic
 
-    def update_failures(key: tuple, pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
-        from spark_jobs.jobs.pandas_io import concat
-        from spark_jobs.state import codec, ordered
-        from spark_jobs.state import fraud as logic
-
-        wm = state.getCurrentWatermarkMs()
-        run, held = codec.decode(state.get[0]) if state.exists else (None, [])
-        new: list[tuple] = []
-        if not state.hasTimedOut:
-            df = concat(pdfs)
-            if df is not None:
-                ev = to_events(df)
-                new = list(zip(ev["t"].tolist(), ev["eid"], ev["etype"], ev["ip"], strict=True))
-        due, held = ordered.release_rows([tuple(h) for h in held], new, wm)
-        prev = logic.Failures.from_tuple(run) if run else None
-        rows, st, deadline = logic.update(key[0], due, prev, gap_ms, threshold)
-        over = st is not None and deadline is not None and deadline < wm
-        if over:
-            st, deadline = None, None  # the run is over: any later failure would reset it
-        timeouts = [d for d in (deadline, min((h[0] for h in held), default=None)) if d]
-        had, kept = state.exists, st is not None or bool(held)
-        if not kept:
-            state.remove()
-        else:
-            state.update((codec.encode((st.to_tuple() if st else None, held)),))
-            state.setTimeoutTimestamp(max(min(timeouts), wm + 1))
-        yield from emit_alerts(rows)
-        gone = had and not kept
-        # counted as the bucket executor counts: a run the watermark ended expired, a reset removed
-        yield key_metrics.frame(columns, int(kept) - int(had),
-                                int(kept and bool(new or due)), int(gone and not over),
-                                int(gone and over))  # fmt: skip
-
-    return update_failures
+    new: list[tuple] = []
+    if state.hasTimedOut:
+        pass  # no rows: held events are due, or the run is over
+    elif (df := concat(pdfs)) is not None:
+        ev = to_events(df)
+        new = list(zip(ev["t"].tolist(), ev["eid"], ev["etype"], ev["ip"], strict=True))
+    wm = state.getCurrentWatermarkMs()
+    run, held = codec.decode(state.get[0]) if state.exists else (None, [])
+    due, held = ordered.release_rows([tuple(h) for h in held], new, wm)
+    prev = logic.Failures.from_tuple(run) if run else None
+    rows, st, deadline = logic.update(key[0], due, prev, gap_ms, threshold)
+    over = st is not None and deadline is not None and deadline < wm
+    if over:
+        st, deadline = None, None  # the run is over: any later failure would reset it
+    timeouts = [d for d in (deadline, min((h[0] for h in held), default=None)) if d]
+    had, kept = state.exists, st is not None or bool(held)
+    if not kept:
+        state.remove()
+    else:
+        state.update((codec.encode((st.to_tuple() if st else None, held)),))
+        state.setTimeoutTimestamp(max(min(timeouts), wm + 1))
+    yield from emit_alerts(columns, rows)
+    gone = had and not kept
+    # counted as the bucket executor counts: a run the watermark ended expired, a reset removed
+    touched = int(kept and bool(new or due))
+    yield key_metrics.frame(
+        columns, int(kept) - int(had), touched, int(gone and not over), int(gone and over)
+    )
 
 
 def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
@@ -106,13 +114,14 @@ def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
         from spark_jobs.state import fraud_bulk
 
         step = fraud_bulk.ordered_step(gap_ms, p.threshold)
-        update = keyed.make_ordered_update(columns, step, to_events, make_emit(columns))
+        emit = partial(emit_alerts, columns)
+        update = partial(keyed.update_ordered_bucket, columns, step, to_events, emit)
         return keyed.bucketed(stream, "user_id", INPUT_COLUMNS, p.buckets, update, SCHEMA)
     return (
         stream.select(*INPUT_COLUMNS)
         .groupBy("user_id")
         .applyInPandasWithState(
-            make_update(gap_ms, p.threshold, columns),
+            partial(update_failures, gap_ms, p.threshold, columns),
             key_metrics.output_schema(SCHEMA),
             STATE_SCHEMA,
             "append",

@@ -25,14 +25,18 @@ bucket's value into its number of keys.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from pydantic import PositiveInt
 
 from spark_jobs.io import key_metrics
 from spark_jobs.jobs.declaration import JobParams
 from spark_jobs.state.columnar import BUCKET
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pyspark.sql.streaming.state import GroupState
 
 STATE_SCHEMA = "keys int, blob binary"
 
@@ -89,36 +93,42 @@ def save(state: Any, keys: int, blob: bytes, timeout: int | None) -> None:
 
 
 # -- ordered mode: events held until the watermark passes them (spark_jobs.state.ordered) ------
-def make_ordered_update(columns: list[str], step: Any, to_events: Any, emit: Any) -> Any:
-    """The bucket function for a job whose logic must see events in event-time order.
+def update_ordered_bucket(
+    columns: list[str],
+    step: Any,
+    to_events: Callable[[pd.DataFrame], dict[str, Any]],
+    emit: Callable[[list[dict]], Iterator[pd.DataFrame]],
+    key: tuple[int],
+    pdfs: Iterator[pd.DataFrame],
+    state: GroupState,
+) -> Iterator[pd.DataFrame]:
+    """The bucket function for a job whose logic must see events in event-time order, bound to
+    the job with ``functools.partial``.
 
     ``step`` is the job's :class:`spark_jobs.state.ordered.Step`; ``to_events(frame)`` turns a
     pandas frame of input rows into columns ``key``, ``t`` (epoch ms), ``eid`` and the payload;
     ``emit(rows)`` yields the output frames; ``columns`` are the output's. Each call also yields
-    its metric row (:mod:`spark_jobs.io.key_metrics`).
+    its metric row (:mod:`spark_jobs.io.key_metrics`). A timed-out bucket gets no rows: the
+    watermark released held events or ended a key's run.
     """
+    from spark_jobs.jobs.pandas_io import concat
+    from spark_jobs.state import columnar, ordered
 
-    def update_ordered_bucket(key: tuple, pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
-        from spark_jobs.jobs.pandas_io import concat
-        from spark_jobs.state import columnar, ordered
-
-        prev = columnar.decode(state.get[1]) if state.exists and len(state.get[1]) else None
-        new = None
-        if not state.hasTimedOut:
-            df = concat(pdfs)
-            if df is not None:
-                new = to_events(df)
-        rows, cols, keys, timeout, c = ordered.bucket_step(
-            step, prev, new, state.getCurrentWatermarkMs()
-        )
-        if cols is None:
-            state.remove()
-        else:
-            state.update((int(keys), columnar.encode(cols, keys)))
-            if timeout is not None:
-                state.setTimeoutTimestamp(int(timeout))
-        for df in emit(rows):
-            yield key_metrics.with_null_metrics(df)
-        yield key_metrics.frame(columns, c.after - c.before, c.updated, c.removed, c.expired)
-
-    return update_ordered_bucket
+    new = None
+    if state.hasTimedOut:
+        pass  # no rows: the earliest deadline in the bucket has passed
+    elif (df := concat(pdfs)) is not None:
+        new = to_events(df)
+    prev = columnar.decode(state.get[1]) if state.exists and len(state.get[1]) else None
+    rows, cols, keys, timeout, c = ordered.bucket_step(
+        step, prev, new, state.getCurrentWatermarkMs()
+    )
+    if cols is None:
+        state.remove()
+    else:
+        state.update((int(keys), columnar.encode(cols, keys)))
+        if timeout is not None:
+            state.setTimeoutTimestamp(int(timeout))
+    for df in emit(rows):
+        yield key_metrics.with_null_metrics(df)
+    yield key_metrics.frame(columns, c.after - c.before, c.updated, c.removed, c.expired)

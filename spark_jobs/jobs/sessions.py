@@ -5,7 +5,8 @@ per key, :mod:`spark_jobs.state.sessions_bulk` for the batched executor."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from pydantic import NonNegativeInt
 
@@ -13,6 +14,10 @@ from spark_jobs.contract.durations import spark_interval
 from spark_jobs.io import key_metrics
 from spark_jobs.jobs import keyed
 from spark_jobs.jobs.declaration import Duration, JobDef
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pyspark.sql.streaming.state import GroupState
 
 SCHEMA = (
     "user_id string, session_id string, session_start timestamp, session_end timestamp, "
@@ -31,52 +36,45 @@ class Params(keyed.BatchedParams):
     last_pages: NonNegativeInt = 10  # the pages of the last this many page views
 
 
-def make_update(gap_ms: int, max_pages: int, columns: list[str]):
-    """The per-key function for applyInPandasWithState (timeout branch first)."""
+def update_sessions(
+    gap_ms: int,
+    max_pages: int,
+    columns: list[str],
+    key: tuple[str],
+    pdfs: Iterator[pd.DataFrame],
+    state: GroupState,
+) -> Iterator[pd.DataFrame]:
+    """The per-key function of applyInPandasWithState, bound to the job's parameters with
+    ``functools.partial``. A timed-out key is called with no rows: its open sessions close."""
+    from spark_jobs.jobs.pandas_io import concat, emit, to_ms, values
+    from spark_jobs.state import codec
+    from spark_jobs.state import sessions as logic
 
-    def update_sessions(key: tuple, pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
-        from spark_jobs.jobs.pandas_io import concat, emit, to_ms, values
-        from spark_jobs.state import codec
-        from spark_jobs.state import sessions as logic
-
-        user_id = key[0]
-        prev = (
-            [logic.Session.from_tuple(t) for t in codec.decode(state.get[0])]
-            if state.exists
-            else []
-        )
-        events: list = []
-        if not state.hasTimedOut:
-            df = concat(pdfs)
-            if df is not None:
-                t = to_ms(df["event_time"])
-                events = list(
-                    zip(
-                        t.tolist(),
-                        df["event_id"],
-                        df["event_type"],
-                        values(df["page"]),
-                        values(df["duration_sec"]),
-                        strict=True,
-                    )
-                )
-        rows, still, timeout = logic.update(
-            user_id, events, prev, state.getCurrentWatermarkMs(), gap_ms, max_pages
-        )
-        had = state.exists
-        if still:
-            state.update((codec.encode([s.to_tuple() for s in still]),))
-            state.setTimeoutTimestamp(timeout)
-        else:
-            state.remove()
-        for df in emit(rows, columns, TS_COLUMNS):
-            yield key_metrics.with_null_metrics(df)
-        # a user leaves the state only when its last session closes: expired, never removed
-        yield key_metrics.frame(columns, int(bool(still)) - int(had),
-                                int(bool(still) and bool(events or rows)), 0,
-                                int(had and not still))  # fmt: skip
-
-    return update_sessions
+    events: list = []
+    if state.hasTimedOut:
+        pass  # no rows: the watermark passed the newest session's end + gap
+    elif (df := concat(pdfs)) is not None:
+        t = to_ms(df["event_time"])
+        page, dur = values(df["page"]), values(df["duration_sec"])
+        events = list(zip(t.tolist(), df["event_id"], df["event_type"], page, dur, strict=True))
+    had = state.exists
+    prev = [logic.Session.from_tuple(t) for t in codec.decode(state.get[0])] if had else []
+    rows, still, timeout = logic.update(
+        key[0], events, prev, state.getCurrentWatermarkMs(), gap_ms, max_pages
+    )
+    if still:
+        assert timeout is not None  # an open session always has its deadline (end + gap)
+        state.update((codec.encode([s.to_tuple() for s in still]),))
+        state.setTimeoutTimestamp(timeout)
+    else:
+        state.remove()
+    for df in emit(rows, columns, TS_COLUMNS):
+        yield key_metrics.with_null_metrics(df)
+    # a user leaves the state only when its last session closes: expired, never removed
+    touched = int(bool(still) and bool(events or rows))
+    yield key_metrics.frame(
+        columns, int(bool(still)) - int(had), touched, 0, int(had and not still)
+    )
 
 
 # -- the batched executor (spark_jobs.jobs.keyed): many users per Python call --------------------
@@ -98,33 +96,36 @@ def bulk_events(df: Any) -> Any:
     )
 
 
-def make_bucket_update(gap_ms: int, max_pages: int, columns: list[str]):
-    def update_session_bucket(key: tuple, pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
-        from spark_jobs.jobs.pandas_io import concat, rows_frame
-        from spark_jobs.state import sessions_bulk as bulk
+def update_session_bucket(
+    gap_ms: int,
+    max_pages: int,
+    columns: list[str],
+    key: tuple[int],
+    pdfs: Iterator[pd.DataFrame],
+    state: GroupState,
+) -> Iterator[pd.DataFrame]:
+    """The bucket function of the batched executor (:mod:`spark_jobs.jobs.keyed`), bound with
+    ``functools.partial``. A timed-out bucket gets no rows: its keys past their deadline close."""
+    from spark_jobs.jobs.pandas_io import concat, rows_frame
+    from spark_jobs.state import sessions_bulk as bulk
 
-        prev = bulk.Sessions.decode(state.get[1]) if state.exists else bulk.Sessions.empty()
-        events = bulk.Events.empty()
-        if not state.hasTimedOut:
-            df = concat(pdfs)
-            if df is not None:
-                events = bulk_events(df)
-        closed, still, timeout = bulk.update_bucket(
-            events, prev, state.getCurrentWatermarkMs(), gap_ms, max_pages
-        )
-        keyed.save(
-            state, still.key_count(), still.encode() if timeout is not None else b"", timeout
-        )
-        if len(closed):
-            out = rows_frame(bulk.output_columns(closed), columns, TS_COLUMNS)
-            yield key_metrics.with_null_metrics(out)
-        before, after = set(prev.key.tolist()), set(still.key.tolist())
-        touched = (set(events.key.tolist()) | set(closed.key.tolist())) & after
-        # sessions never drop a user by logic: a user leaves when its last session closes
-        yield key_metrics.frame(columns, len(after) - len(before), len(touched), 0,
-                                len(before - after))  # fmt: skip
-
-    return update_session_bucket
+    events = bulk.Events.empty()
+    if state.hasTimedOut:
+        pass  # no rows: the earliest key deadline in the bucket has passed
+    elif (df := concat(pdfs)) is not None:
+        events = bulk_events(df)
+    prev = bulk.Sessions.decode(state.get[1]) if state.exists else bulk.Sessions.empty()
+    closed, still, timeout = bulk.update_bucket(
+        events, prev, state.getCurrentWatermarkMs(), gap_ms, max_pages
+    )
+    keyed.save(state, still.key_count(), still.encode() if timeout is not None else b"", timeout)
+    if len(closed):
+        out = rows_frame(bulk.output_columns(closed), columns, TS_COLUMNS)
+        yield key_metrics.with_null_metrics(out)
+    before, after = set(prev.key.tolist()), set(still.key.tolist())
+    touched = (set(events.key.tolist()) | set(closed.key.tolist())) & after
+    # sessions never drop a user by logic: a user leaves when its last session closes
+    yield key_metrics.frame(columns, len(after) - len(before), len(touched), 0, len(before - after))
 
 
 def batched(stream: Any, p: Params, gap_ms: int, columns: list[str]) -> Any:
@@ -142,7 +143,7 @@ def batched(stream: Any, p: Params, gap_ms: int, columns: list[str]) -> Any:
         code.cast("tinyint").alias("event_type"),  # the logic asks only which of three it is
         F.when(pv, F.col("page")).alias("page"), "duration_sec",
     ]  # fmt: skip
-    update = make_bucket_update(gap_ms, p.last_pages, columns)
+    update = partial(update_session_bucket, gap_ms, p.last_pages, columns)
     return keyed.bucketed(stream, "user_id", cols, p.buckets, update, SCHEMA)
 
 
@@ -159,7 +160,7 @@ def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
         stream.select(*INPUT_COLUMNS)
         .groupBy("user_id")
         .applyInPandasWithState(
-            make_update(gap_ms, p.last_pages, columns),
+            partial(update_sessions, gap_ms, p.last_pages, columns),
             key_metrics.output_schema(SCHEMA),
             STATE_SCHEMA,
             "append",
