@@ -91,9 +91,15 @@ def catchup_dag(job: str, doc_md: str | None = None) -> DAG:
     doc += f"\n\n**Job `{job}`** ({spec.pattern}, {spec.mode}): {spec.description}\n\n"
     doc += f"- input: `{', '.join(spec.inputs.values())}`\n- output: `{spec.output}`\n"
     doc += f"- checkpoint: `{spec.checkpoint}`\n- spec: `include/jobs/{job}.yaml`\n"
+    # One DAG emits a job's completeness: two emitters reading one cursor at once could both
+    # emit the same keys. A continuous job's supervise_<job> emits it (a manual catch-up of it
+    # adds to the same ledger, emitted after the next watch).
     doc += (
         f"\n**emit_completeness** (after catch_up): one event of the asset `statekeeper.{job}."
         f"complete` per {spec.completeness} event-time partition the run completed "
+        "(docs/completeness.md).\n"
+        if not continuous
+        else f"\nCompleteness events of `{job}` are emitted by `supervise_{job}` only "
         "(docs/completeness.md).\n"
     )
     with DAG(
@@ -145,14 +151,14 @@ def catchup_dag(job: str, doc_md: str | None = None) -> DAG:
             trigger_rule="none_failed",
             doc_md="Signals the table's Asset (with its Delta version) once the run and its checks passed.",
         )
-        complete = CompletenessEventsOperator(
-            task_id="emit_completeness",
-            job=job,
-            overrides=path_overrides(),
-            doc_md="One partitioned event of the job's completeness asset per event-time partition the run completed (docs/completeness.md).",
-        )
         validate >> run >> quality >> publish
-        run >> complete
+        if not continuous:
+            run >> CompletenessEventsOperator(
+                task_id="emit_completeness",
+                job=job,
+                overrides=path_overrides(),
+                doc_md="One partitioned event of the job's completeness asset per event-time partition the run completed (docs/completeness.md).",
+            )
     return dag
 
 
