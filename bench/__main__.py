@@ -23,21 +23,39 @@ HELPERS = {
 }
 
 FULL: dict[str, Any] = {  # int, or list[int] for key_sweep
-    "events": 1_000_000, "key_sweep": [1_000, 10_000, 100_000],
-    "exec_events": 100_000, "exec_keys": 10_000,
-    "catchup_events": 10_000_000, "catchup_keys": 100_000, "catchup_calls": 10, "catchup_files_per_batch": 2,
-    "store_events": 1_000_000, "store_keys": 100_000, "store_files": 10,
-    "parse_events": 1_000_000, "e2e_events": 1_000_000, "e2e_keys": 100_000,
+    "events": 1_000_000,
+    "key_sweep": [1_000, 10_000, 100_000],
+    "exec_events": 100_000,
+    "exec_keys": 10_000,
+    "catchup_events": 10_000_000,
+    "catchup_keys": 100_000,
+    "catchup_calls": 10,
+    "catchup_files_per_batch": 2,
+    "store_events": 1_000_000,
+    "store_keys": 100_000,
+    "store_files": 10,
+    "parse_events": 1_000_000,
+    "e2e_events": 1_000_000,
+    "e2e_keys": 100_000,
     "batch_events": 20_000,
-}  # fmt: skip
+}
 SMOKE: dict[str, Any] = {
-    "events": 20_000, "key_sweep": [2_000],
-    "exec_events": 4_000, "exec_keys": 400,
-    "catchup_events": 40_000, "catchup_keys": 2_000, "catchup_calls": 2, "catchup_files_per_batch": 1,
-    "store_events": 10_000, "store_keys": 1_000, "store_files": 3,
-    "parse_events": 20_000, "e2e_events": 20_000, "e2e_keys": 2_000,
+    "events": 20_000,
+    "key_sweep": [2_000],
+    "exec_events": 4_000,
+    "exec_keys": 400,
+    "catchup_events": 40_000,
+    "catchup_keys": 2_000,
+    "catchup_calls": 2,
+    "catchup_files_per_batch": 1,
+    "store_events": 10_000,
+    "store_keys": 1_000,
+    "store_files": 3,
+    "parse_events": 20_000,
+    "e2e_events": 20_000,
+    "e2e_keys": 2_000,
     "batch_events": 20_000,
-}  # fmt: skip
+}
 
 
 def _same(row: dict[str, Any]) -> str:

@@ -46,12 +46,19 @@ def _arrival(folder: Path, name: str, start: datetime, span_s: float, n: int, se
     lines = []
     for i in range(n):
         t = start + timedelta(seconds=span_s * i / n)
-        lines.append(json.dumps({
-            "event_id": f"{name}-{i:05d}", "user_id": f"u{rng.randrange(1000):06d}",
-            "event_type": rng.choice(["page_view", "page_view", "checkout", "purchase"]),
-            "page": f"/product/{rng.randrange(5)}", "duration_sec": rng.randrange(300),
-            "event_time": t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z",
-        }))  # fmt: skip
+        lines.append(
+            json.dumps(
+                {
+                    "event_id": f"{name}-{i:05d}",
+                    "user_id": f"u{rng.randrange(1000):06d}",
+                    "event_type": rng.choice(["page_view", "page_view", "checkout", "purchase"]),
+                    "page": f"/product/{rng.randrange(5)}",
+                    "duration_sec": rng.randrange(300),
+                    "event_time": t.strftime("%Y-%m-%dT%H:%M:%S.")
+                    + f"{t.microsecond // 1000:03d}Z",
+                }
+            )
+        )
     (folder / f"{name}.json").write_text("\n".join(lines) + "\n")
 
 
@@ -93,11 +100,20 @@ def breakdown(event_log: Path, progress: list[dict[str, Any]]) -> list[dict[str,
     for rec in progress:
         d = rec.get("durationMs") or {}
         row: dict[str, Any] = {
-            "batch": rec["batchId"], "rows": rec.get("numInputRows", 0),
-            "written": (rec.get("keys") or {}).get("emitted"), "total": d.get("triggerExecution", 0),
-            "plan": d.get("queryPlanning", 0), "scan": 0, "stateful": 0, "count": 0,
-            "delta_check": 0, "write": 0, "python": 0, "py_start": 0, "state": 0,
-        }  # fmt: skip
+            "batch": rec["batchId"],
+            "rows": rec.get("numInputRows", 0),
+            "written": (rec.get("keys") or {}).get("emitted"),
+            "total": d.get("triggerExecution", 0),
+            "plan": d.get("queryPlanning", 0),
+            "scan": 0,
+            "stateful": 0,
+            "count": 0,
+            "delta_check": 0,
+            "write": 0,
+            "python": 0,
+            "py_start": 0,
+            "state": 0,
+        }
         in_jobs = 0
         for job in jobs.values():
             if job["batch"] != str(rec["batchId"]) or "end" not in job:
@@ -122,8 +138,9 @@ def breakdown(event_log: Path, progress: list[dict[str, Any]]) -> list[dict[str,
                 row["state"] += _accumulated(ts, _STATE)
             else:
                 row["write"] += wall
-        row["offsets"] = sum(d.get(k, 0) for k in ("latestOffset", "getBatch", "walCommit",
-                                                    "commitOffsets"))  # fmt: skip
+        row["offsets"] = sum(
+            d.get(k, 0) for k in ("latestOffset", "getBatch", "walCommit", "commitOffsets")
+        )
         row["driver"] = max(row["total"] - row["plan"] - row["offsets"] - in_jobs, 0)
         rows.append(row)
     return rows
@@ -158,10 +175,24 @@ def _run(work: Path, data: Path, log_dir: Path) -> tuple[float, Path]:
 
     log_dir.mkdir(parents=True, exist_ok=True)
     before = set(log_dir.iterdir())
-    confs = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(log_dir),
-             "spark.eventLog.compress": "false", "spark.eventLog.rolling.enabled": "false"}  # fmt: skip
-    args = ["-m", "spark_jobs", "run", "sessions", "--input", str(data),
-            "--output", str(work / "out"), "--checkpoint", str(work / "ckpt")]  # fmt: skip
+    confs = {
+        "spark.eventLog.enabled": "true",
+        "spark.eventLog.dir": str(log_dir),
+        "spark.eventLog.compress": "false",
+        "spark.eventLog.rolling.enabled": "false",
+    }
+    args = [
+        "-m",
+        "spark_jobs",
+        "run",
+        "sessions",
+        "--input",
+        str(data),
+        "--output",
+        str(work / "out"),
+        "--checkpoint",
+        str(work / "ckpt"),
+    ]
     for k, v in confs.items():
         args += ["--conf", f"{k}={v}"]
     wall, _ = _process(args, work)
@@ -194,9 +225,15 @@ def measure(work: Path, events: int) -> list[dict[str, Any]]:
         records = [r for r in _events(progress_path)[seen:] if "durationMs" in r]
         batches = breakdown(log, records)
         in_batches = sum(b["total"] for b in batches) / 1000
-        results.append({"run": label, "process_s": round(wall, 1),
-                        "start_up_s": round(wall - in_batches, 1),
-                        "off_batch_s": round(off_batch_ms(log) / 1000, 1), "batches": batches})  # fmt: skip
+        results.append(
+            {
+                "run": label,
+                "process_s": round(wall, 1),
+                "start_up_s": round(wall - in_batches, 1),
+                "off_batch_s": round(off_batch_ms(log) / 1000, 1),
+                "batches": batches,
+            }
+        )
         print(f"  run {label}: {wall:.1f} s, {len(batches)} batches", flush=True)
     return results
 

@@ -35,8 +35,13 @@ def _process(
     """``python ARGS`` as a user starts it, from the project root: (wall seconds, its stdout).
     A non-zero exit raises, with the end of its stderr."""
     root = paths.project_root()
-    env = {**os.environ, "PYTHONPATH": f"{root}:{root / 'plugins'}", "STATEKEEPER_HOME": str(root),
-           "STATEKEEPER_CHECKPOINT_ROOTS": str(work), **(extra_env or {})}  # fmt: skip
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{root}:{root / 'plugins'}",
+        "STATEKEEPER_HOME": str(root),
+        "STATEKEEPER_CHECKPOINT_ROOTS": str(work),
+        **(extra_env or {}),
+    }
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, *args], cwd=root, env=env, capture_output=True, text=True, check=False
@@ -65,8 +70,18 @@ def e2e(
                 shutil.rmtree(d, ignore_errors=True)
                 out, ckpt = str(d / "out"), str(d / "ckpt")
                 if who == "run":
-                    args = ["-m", "spark_jobs", "run", job, "--input", str(data),
-                            "--output", out, "--checkpoint", ckpt]  # fmt: skip
+                    args = [
+                        "-m",
+                        "spark_jobs",
+                        "run",
+                        job,
+                        "--input",
+                        str(data),
+                        "--output",
+                        out,
+                        "--checkpoint",
+                        ckpt,
+                    ]
                 else:
                     args = ["-m", "bench.builtin_pipeline", job, str(data), out, ckpt]
                 wall, stdout = _process(args, work)
@@ -75,12 +90,20 @@ def e2e(
                 rows[who] = json.loads(last).get("input_rows")
                 print(f"  {job} round {r + 1} {who}: {wall:.1f} s", flush=True)
         run_s, builtin_s = statistics.median(times["run"]), statistics.median(times["builtin"])
-        results.append({
-            "job": job, "events": events, "keys": keys, "rounds": rounds,
-            "run_seconds": times["run"], "builtin_seconds": times["builtin"],
-            "run_events_per_s": round(events / run_s), "builtin_events_per_s": round(events / builtin_s),
-            "ratio_vs_builtin": round(builtin_s / run_s, 2), "input_rows": rows,
-        })  # fmt: skip
+        results.append(
+            {
+                "job": job,
+                "events": events,
+                "keys": keys,
+                "rounds": rounds,
+                "run_seconds": times["run"],
+                "builtin_seconds": times["builtin"],
+                "run_events_per_s": round(events / run_s),
+                "builtin_events_per_s": round(events / builtin_s),
+                "ratio_vs_builtin": round(builtin_s / run_s, 2),
+                "input_rows": rows,
+            }
+        )
     return results
 
 
@@ -108,8 +131,12 @@ def parse(spark: Any, work: Path, events: int, rounds: int) -> dict[str, Any]:
         both.write.format("noop").mode("overwrite").save()
 
     def reader() -> Any:
-        return (spark.read.schema(schema).option("columnNameOfCorruptRecord", "_corrupt")
-                .option("pathGlobFilter", "*.json*").json(files))  # fmt: skip
+        return (
+            spark.read.schema(schema)
+            .option("columnNameOfCorruptRecord", "_corrupt")
+            .option("pathGlobFilter", "*.json*")
+            .json(files)
+        )
 
     def native() -> None:
         reader().write.format("noop").mode("overwrite").save()
@@ -127,10 +154,15 @@ def parse(spark: Any, work: Path, events: int, rounds: int) -> dict[str, Any]:
             times[who].append(round(time.perf_counter() - started, 2))
     o, n = statistics.median(times["ours"]), statistics.median(times["native"])
     ns = statistics.median(times["native_shuffled"])
-    return {"events": events, "ours_seconds": times["ours"], "native_seconds": times["native"],
-            "native_shuffled_seconds": times["native_shuffled"],
-            "ratio_vs_native": round(o / n, 2), "ratio_vs_native_shuffled": round(o / ns, 2),
-            "load_average": os.getloadavg()}  # fmt: skip
+    return {
+        "events": events,
+        "ours_seconds": times["ours"],
+        "native_seconds": times["native"],
+        "native_shuffled_seconds": times["native_shuffled"],
+        "ratio_vs_native": round(o / n, 2),
+        "ratio_vs_native_shuffled": round(o / ns, 2),
+        "load_average": os.getloadavg(),
+    }
 
 
 def startup(work: Path, rounds: int) -> dict[str, Any]:
@@ -141,8 +173,18 @@ def startup(work: Path, rounds: int) -> dict[str, Any]:
     data = suite.dataset(work, "clickstream", 1000, 100)
     d = work / "startup"
     shutil.rmtree(d, ignore_errors=True)
-    args = ["-m", "spark_jobs", "run", "sessions", "--input", str(data),
-            "--output", str(d / "out"), "--checkpoint", str(d / "ckpt")]  # fmt: skip
+    args = [
+        "-m",
+        "spark_jobs",
+        "run",
+        "sessions",
+        "--input",
+        str(data),
+        "--output",
+        str(d / "out"),
+        "--checkpoint",
+        str(d / "ckpt"),
+    ]
     _process(args, work)  # the first run takes the input; the timed ones find nothing new
     off = {jvm_archive.OFF: "0"}
     times: dict[str, list[float]] = {"archive": [], "no_archive": []}
@@ -152,6 +194,9 @@ def startup(work: Path, rounds: int) -> dict[str, Any]:
             times[who].append(round(wall, 2))
             print(f"  run with nothing new, round {r + 1}, {who}: {wall:.1f} s", flush=True)
     a, n = statistics.median(times["archive"]), statistics.median(times["no_archive"])
-    return {"archive_seconds": times["archive"], "no_archive_seconds": times["no_archive"],
-            "archive_used": jvm_archive.intact(jvm_archive.archive_path()),
-            "ratio_no_archive_vs_archive": round(n / a, 2)}  # fmt: skip
+    return {
+        "archive_seconds": times["archive"],
+        "no_archive_seconds": times["no_archive"],
+        "archive_used": jvm_archive.intact(jvm_archive.archive_path()),
+        "ratio_no_archive_vs_archive": round(n / a, 2),
+    }

@@ -36,9 +36,11 @@ def one_run(spark: Any, root: Path, batches: int, events: int, log_on: bool) -> 
     os.environ["STATEKEEPER_DATA"] = str(root / "data")
     os.environ["STATEKEEPER_EVENT_LOG"] = "1" if log_on else "0"
     spec = load_spec("sessions").with_overrides(
-        input=str(land), output=str(root / "out"), checkpoint=str(root / "ckpt"),
+        input=str(land),
+        output=str(root / "out"),
+        checkpoint=str(root / "ckpt"),
         trigger="available-now",
-    )  # fmt: skip
+    )
     run_job(replace(spec, max_files_per_trigger=1, shuffle_partitions=2), spark=spark)
     recs = progress.read_progress(str(root / "ckpt"))
     durations = [float(r["durationMs"]["triggerExecution"]) for r in recs[1:]]

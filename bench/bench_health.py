@@ -107,9 +107,11 @@ def over_http(work: Path, n: int) -> dict[str, Any]:
     home = work / "airflow"
     home.mkdir(exist_ok=True)
     env = airflow_env(
-        home, data=work / "data", STATEKEEPER_SPECS=str(work / "specs"),
+        home,
+        data=work / "data",
+        STATEKEEPER_SPECS=str(work / "specs"),
         **simple_auth_env(home, USER, PASSWORD),
-    )  # fmt: skip
+    )
     exe = str(Path(sys.executable).parent / "airflow")
     done = subprocess.run([exe, "db", "migrate"], env=env, capture_output=True, text=True)
     if done.returncode != 0:

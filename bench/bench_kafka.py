@@ -67,8 +67,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             for name, inp in (("kafka", uri), ("files", folder))[:: 1 if r % 2 == 0 else -1]:
                 run = tmp / f"{name}-{r}"
                 spec = base.with_overrides(
-                    output=str(run / "out"), checkpoint=str(run / "ckpt"), trigger="available-now",
-                )  # fmt: skip
+                    output=str(run / "out"),
+                    checkpoint=str(run / "ckpt"),
+                    trigger="available-now",
+                )
                 # the topic as a spec naming it would give it (--input may not name a cluster)
                 spec = replace(spec, inputs={"clickstream": inp}, path=base.path)
                 secs[name].append(_timed_run(spark, spec))

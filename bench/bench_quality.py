@@ -88,8 +88,17 @@ def increment_process(spark: Any, tmp: Path, rows: int, rounds: int) -> dict[str
     from bench.bench_e2e import _process
 
     uri, ckpt = tmp / "increments", tmp / "increments-ck"
-    args = ["-m", "spark_jobs", "quality", "sessions", "--table", str(uri),
-            "--checkpoint", str(ckpt), "--json"]  # fmt: skip
+    args = [
+        "-m",
+        "spark_jobs",
+        "quality",
+        "sessions",
+        "--table",
+        str(uri),
+        "--checkpoint",
+        str(ckpt),
+        "--json",
+    ]
     make_sessions(spark, str(uri), rows)
     _process(args, tmp)  # the first run validates version 0
     walls, result, batch = [], {}, {}
@@ -100,8 +109,13 @@ def increment_process(spark: Any, tmp: Path, rows: int, rounds: int) -> dict[str
         result = json.loads(stdout)
         (batch,) = [b for b in result["batches"] if b["uri"] == str(uri)]
         assert batch["rows"] == rows, batch  # the new version only
-    out = {"rows": rows, "engine": result.get("engine"), "status": result["status"],
-           "process_seconds": walls, "median_seconds": statistics.median(walls)}  # fmt: skip
+    out = {
+        "rows": rows,
+        "engine": result.get("engine"),
+        "status": result["status"],
+        "process_seconds": walls,
+        "median_seconds": statistics.median(walls),
+    }
     print(
         f"quality on a new version of {rows:,} rows, whole process ({out['engine']} engine): "
         f"{walls} s, median {out['median_seconds']:.2f} s (target <= 5 s)"

@@ -36,9 +36,21 @@ def run(checkout: Path, job: str, land: Path, work: Path) -> tuple[float, dict]:
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "STATEKEEPER_CHECKPOINT_ROOTS": str(work),  # the run's checkpoint lives under work
     }
-    args = [sys.executable, "-m", "spark_jobs", "run", job, "--input", str(land),
-            "--output", str(work / "out"), "--checkpoint", str(work / "ckpt"),
-            "--trigger", "available-now"]  # fmt: skip
+    args = [
+        sys.executable,
+        "-m",
+        "spark_jobs",
+        "run",
+        job,
+        "--input",
+        str(land),
+        "--output",
+        str(work / "out"),
+        "--checkpoint",
+        str(work / "ckpt"),
+        "--trigger",
+        "available-now",
+    ]
     t0 = time.perf_counter()
     done = subprocess.run(args, cwd=checkout, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
@@ -75,11 +87,20 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
         old, new = statistics.median(walls["old"]), statistics.median(walls["new"])
-        print(json.dumps({
-            "job": a.job, "events": a.events, "keys": a.keys, "rounds": walls,
-            "old_median_s": round(old, 1), "new_median_s": round(new, 1),
-            "new_vs_old_speed": round(old / new, 2), "rows": rows,
-        }))  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "job": a.job,
+                    "events": a.events,
+                    "keys": a.keys,
+                    "rounds": walls,
+                    "old_median_s": round(old, 1),
+                    "new_median_s": round(new, 1),
+                    "new_vs_old_speed": round(old / new, 2),
+                    "rows": rows,
+                }
+            )
+        )
     return 0
 
 

@@ -38,9 +38,12 @@ def main(argv: list[str]) -> int:
         else builtins.fraud_builtin(good, spec)
     )
     q = (
-        df.writeStream.format("delta").outputMode("append").option("checkpointLocation", ckpt)
-        .trigger(availableNow=True).start(out)
-    )  # fmt: skip
+        df.writeStream.format("delta")
+        .outputMode("append")
+        .option("checkpointLocation", ckpt)
+        .trigger(availableNow=True)
+        .start(out)
+    )
     q.awaitTermination()
     rows = sum(int(p["numInputRows"]) for p in q.recentProgress)
     print(json.dumps({"job": job, "input_rows": rows, "seconds": round(time.time() - started, 2)}))

@@ -69,8 +69,12 @@ def fraud_builtin(events: Any, spec: JobSpec) -> Any:
     good = events.withWatermark("event_time", spark_interval(spec.watermark_seconds))
     w = F.window("event_time", spark_interval(p.failure_gap))
     return (
-        good.where(F.col("event_type") == "LOGIN_FAILED").groupBy("user_id", w.alias("w"))
-        .agg(F.count(F.lit(1)).alias("failed_attempts"), F.approx_count_distinct("ip").alias("distinct_ips"))
+        good.where(F.col("event_type") == "LOGIN_FAILED")
+        .groupBy("user_id", w.alias("w"))
+        .agg(
+            F.count(F.lit(1)).alias("failed_attempts"),
+            F.approx_count_distinct("ip").alias("distinct_ips"),
+        )
         .where(F.col("failed_attempts") >= p.threshold)
         .select("user_id", F.col("w.end").alias("alert_time"), "failed_attempts", "distinct_ips")
-    )  # fmt: skip
+    )

@@ -74,13 +74,18 @@ def land(land_dir: Path, staging: Path, n: int, lo: float, hi: float, events: in
     rnd = random.Random(n)
     times = sorted([lo + rnd.random() * (hi - lo - 1) for _ in range(events - 1)] + [hi - 1])
     lines = [
-        json.dumps({
-            "event_id": f"e{n}-{i}", "user_id": f"u{rnd.randrange(USERS)}",
-            "event_type": EVENT_TYPES[i % 3], "page": "/p", "duration_sec": 1,
-            "event_time": _iso(t),
-        })
+        json.dumps(
+            {
+                "event_id": f"e{n}-{i}",
+                "user_id": f"u{rnd.randrange(USERS)}",
+                "event_type": EVENT_TYPES[i % 3],
+                "page": "/p",
+                "duration_sec": 1,
+                "event_time": _iso(t),
+            }
+        )
         for i, t in enumerate(times)
-    ]  # fmt: skip
+    ]
     tmp = staging / f"part{n:04d}.json"
     tmp.write_text("\n".join(lines) + "\n")
     os.replace(tmp, land_dir / tmp.name)
@@ -89,11 +94,29 @@ def land(land_dir: Path, staging: Path, n: int, lo: float, hi: float, events: in
 
 def start_run(job: str, work: Path, land_dir: Path, trigger: str) -> subprocess.Popen:
     root = paths.project_root()
-    env = {**os.environ, "PYTHONPATH": f"{root}:{root / 'plugins'}", "STATEKEEPER_HOME": str(root),
-           "STATEKEEPER_CHECKPOINT_ROOTS": str(work)}  # fmt: skip
-    args = [sys.executable, "-m", "spark_jobs", "run", job, "--input", str(land_dir),
-            "--output", str(work / job / "out"), "--checkpoint", str(work / job / "ckpt"),
-            "--trigger", f"processing-time:{trigger}", "--run-for", "2 hours"]  # fmt: skip
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{root}:{root / 'plugins'}",
+        "STATEKEEPER_HOME": str(root),
+        "STATEKEEPER_CHECKPOINT_ROOTS": str(work),
+    }
+    args = [
+        sys.executable,
+        "-m",
+        "spark_jobs",
+        "run",
+        job,
+        "--input",
+        str(land_dir),
+        "--output",
+        str(work / job / "out"),
+        "--checkpoint",
+        str(work / job / "ckpt"),
+        "--trigger",
+        f"processing-time:{trigger}",
+        "--run-for",
+        "2 hours",
+    ]
     log = open(work / f"{job}.log", "w")  # noqa: SIM115 (the process holds it until it ends)
     return subprocess.Popen(args, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
 
@@ -107,8 +130,16 @@ def batches(ckpt: Path) -> list[dict[str, Any]]:
         start = _epoch(r["timestamp"])
         dur = float((r.get("durationMs") or {}).get("triggerExecution", 0)) / 1000
         mx = (r.get("eventTime") or {}).get("max")
-        out.append({"id": r["batchId"], "start": start, "end": start + dur, "dur": dur,
-                    "max_event": _epoch(mx) if mx else None, "rows": r.get("numInputRows", 0)})  # fmt: skip
+        out.append(
+            {
+                "id": r["batchId"],
+                "start": start,
+                "end": start + dur,
+                "dur": dur,
+                "max_event": _epoch(mx) if mx else None,
+                "rows": r.get("numInputRows", 0),
+            }
+        )
     return out
 
 
@@ -139,13 +170,15 @@ def measure_job(
         )
         if data is None:  # announced by a batch whose progress line is not in the log
             continue
-        rows.append({
-            "delay": announced[key] - last.wall,
-            "event_wait": moving.wall - last.wall,
-            "pickup": data["start"] - moving.wall,
-            "data_batch": data["dur"],
-            "next_batch": announced[key] - data["end"],
-        })  # fmt: skip
+        rows.append(
+            {
+                "delay": announced[key] - last.wall,
+                "event_wait": moving.wall - last.wall,
+                "pickup": data["start"] - moving.wall,
+                "data_batch": data["dur"],
+                "next_batch": announced[key] - data["end"],
+            }
+        )
     return rows
 
 
@@ -155,13 +188,16 @@ def summarise(job: str, rows: list[dict[str, float]], hours: int, ckpt: Path) ->
 
     durs = [b["dur"] for b in batches(ckpt)]
     return {
-        "job": job, "kind": KINDS.get(job, job), "hours": len(rows), "of": hours,
+        "job": job,
+        "kind": KINDS.get(job, job),
+        "hours": len(rows),
+        "of": hours,
         "delay_p50": med("delay"),
         "delay_max": round(max((r["delay"] for r in rows), default=float("nan")), 1),
         **{f"{k}_p50": med(k) for k in ("event_wait", "pickup", "data_batch", "next_batch")},
         "batch_p50": round(statistics.median(durs), 1) if durs else float("nan"),
         "batches": len(durs),
-    }  # fmt: skip
+    }
 
 
 def table(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:

@@ -38,12 +38,26 @@ def submit_command(master: str, work: Path, side: str, env: dict[str, str]) -> l
     from statekeeper.package import spark_jobs_zip
     from statekeeper.spark_submit import SparkTarget, application
 
-    args = ["run", JOB, "--trigger", "available-now", "--input", str(work / "landing" / "clickstream"),
-            "--output", str(work / "tables" / side), "--checkpoint", str(work / "checkpoints" / side)]  # fmt: skip
+    args = [
+        "run",
+        JOB,
+        "--trigger",
+        "available-now",
+        "--input",
+        str(work / "landing" / "clickstream"),
+        "--output",
+        str(work / "tables" / side),
+        "--checkpoint",
+        str(work / "checkpoints" / side),
+    ]
     return SparkTarget(master).command(
-        application(), args, name=f"statekeeper-{JOB}", py_files=spark_jobs_zip(),
-        jars=",".join(jar_paths()), path=env["PATH"],
-    )  # fmt: skip
+        application(),
+        args,
+        name=f"statekeeper-{JOB}",
+        py_files=spark_jobs_zip(),
+        jars=",".join(jar_paths()),
+        path=env["PATH"],
+    )
 
 
 def table_digest(table: Path) -> tuple[int, str]:
@@ -72,9 +86,14 @@ def run_once(
     started = time.perf_counter()
     with open(log, "w") as out:
         proc = subprocess.run(
-            cmd, env=env, stdout=subprocess.PIPE, stderr=out, text=True, timeout=timeout,
+            cmd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=out,
+            text=True,
+            timeout=timeout,
             cwd=env["STATEKEEPER_HOME"],
-        )  # fmt: skip
+        )
     seconds = time.perf_counter() - started
     if proc.returncode != 0:
         lines = log.read_text(errors="replace").strip().splitlines() or ["?"]
@@ -162,10 +181,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--driver-memory", default="2g", help="both sides (local[2]: all the work)")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per run")
     ap.add_argument(
-        "--work", type=Path, default=None,
+        "--work",
+        type=Path,
+        default=None,
         help="keep input (reused when present), tables and logs here; default: a temporary "
         "folder, removed at the end",
-    )  # fmt: skip
+    )
     a = ap.parse_args(argv)
     work = (a.work or Path(tempfile.mkdtemp(prefix="scale-out-"))).resolve()
     try:

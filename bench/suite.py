@@ -55,9 +55,12 @@ def run_query(spark: Any, df: Any, work: Path, mode: str = "append") -> dict[str
     """Run ``df`` to Delta with availableNow; wall time, input rows, batches, rows written."""
     started = time.perf_counter()
     q = (
-        df.writeStream.format("delta").outputMode(mode).option("checkpointLocation", str(work / "ckpt"))
-        .trigger(availableNow=True).start(str(work / "out"))
-    )  # fmt: skip
+        df.writeStream.format("delta")
+        .outputMode(mode)
+        .option("checkpointLocation", str(work / "ckpt"))
+        .trigger(availableNow=True)
+        .start(str(work / "out"))
+    )
     q.awaitTermination()
     wall = time.perf_counter() - started
     if q.exception() is not None:
@@ -323,13 +326,26 @@ def catch_up(
         series[b] for b in probes[: half + 1]
     )
     res = {
-        "events": events, "keys": keys, "seconds": summary.seconds, "batches": summary.batches,
-        "input_rows": summary.input_rows, "events_per_s": round(summary.input_rows / max(summary.seconds, 1e-9)),
-        "rows_written": summary.rows_written, "state_rows_buckets": summary.state_rows,
-        "state_keys_end": keys_now, "state_keys_by_batch": series, "state_bounded": bounded,
-        "state_memory_bytes_max": max((sum(int(o.get("memoryUsedBytes") or 0) for o in r.get("stateOperators") or []) for r in batches), default=0),
+        "events": events,
+        "keys": keys,
+        "seconds": summary.seconds,
+        "batches": summary.batches,
+        "input_rows": summary.input_rows,
+        "events_per_s": round(summary.input_rows / max(summary.seconds, 1e-9)),
+        "rows_written": summary.rows_written,
+        "state_rows_buckets": summary.state_rows,
+        "state_keys_end": keys_now,
+        "state_keys_by_batch": series,
+        "state_bounded": bounded,
+        "state_memory_bytes_max": max(
+            (
+                sum(int(o.get("memoryUsedBytes") or 0) for o in r.get("stateOperators") or [])
+                for r in batches
+            ),
+            default=0,
+        ),
         "peak_rss": peak.result,
-    }  # fmt: skip
+    }
     shutil.rmtree(work, ignore_errors=True)
     mib = 1024 * 1024
     print(
@@ -378,12 +394,13 @@ def stores(spark: Any, root: Path, events: int, keys: int, files: int) -> list[d
         ]
         state_bytes = _dir_bytes(work / "ckpt" / "state")
         res: dict[str, Any] = {
-            "store": name, "batches": len(recs),
+            "store": name,
+            "batches": len(recs),
             "batch_ms_median": int(statistics.median(durations)) if durations else 0,
             "commit_ms_median": int(statistics.median(commits)) if commits else 0,
             "checkpoint_bytes_per_batch": state_bytes // max(1, len(recs)),
             "state_dir_bytes": state_bytes,
-        }  # fmt: skip
+        }
         shutil.rmtree(work, ignore_errors=True)
         print(
             f"    {name:<18} batch {res['batch_ms_median']:>6} ms  commit {res['commit_ms_median']:>5} ms  checkpoint {res['checkpoint_bytes_per_batch'] / 1024:>8,.0f} KiB/batch",

@@ -16,20 +16,43 @@ from pathlib import Path
 from typing import Any
 
 ROCKSDB_METRICS = (
-    "rocksdbBytesCopied", "rocksdbChangeLogWriterCommitLatencyMs", "rocksdbCommitCheckpointLatency",
-    "rocksdbCommitCompactLatency", "rocksdbCommitFileSyncLatencyMs", "rocksdbCommitFlushLatency",
-    "rocksdbFilesCopied", "rocksdbFilesReused", "rocksdbForceSnapshotCount", "rocksdbGetCount",
-    "rocksdbGetLatency", "rocksdbLoadFromSnapshotLatencyMs", "rocksdbLoadLatencyMs",
-    "rocksdbNumExternalColumnFamilies", "rocksdbNumInternalColFamiliesKeys",
-    "rocksdbNumInternalColumnFamilies", "rocksdbNumLoadedFromDfs", "rocksdbNumReplayChangelogFiles",
-    "rocksdbNumSnapshotsAutoRepaired", "rocksdbPinnedBlocksMemoryUsage", "rocksdbPutCount",
-    "rocksdbPutLatency", "rocksdbReadBlockCacheHitCount", "rocksdbReadBlockCacheMissCount",
-    "rocksdbReplayChangeLogLatencyMs", "rocksdbSaveZipFilesLatencyMs", "rocksdbSstFileSize",
-    "rocksdbTotalBytesRead", "rocksdbTotalBytesReadByCompaction",
-    "rocksdbTotalBytesReadThroughIterator", "rocksdbTotalBytesWritten",
-    "rocksdbTotalBytesWrittenByCompaction", "rocksdbTotalBytesWrittenByFlush",
-    "rocksdbTotalCompactionLatencyMs", "rocksdbWriterStallLatencyMs", "rocksdbZipFileBytesUncompressed",
-)  # fmt: skip
+    "rocksdbBytesCopied",
+    "rocksdbChangeLogWriterCommitLatencyMs",
+    "rocksdbCommitCheckpointLatency",
+    "rocksdbCommitCompactLatency",
+    "rocksdbCommitFileSyncLatencyMs",
+    "rocksdbCommitFlushLatency",
+    "rocksdbFilesCopied",
+    "rocksdbFilesReused",
+    "rocksdbForceSnapshotCount",
+    "rocksdbGetCount",
+    "rocksdbGetLatency",
+    "rocksdbLoadFromSnapshotLatencyMs",
+    "rocksdbLoadLatencyMs",
+    "rocksdbNumExternalColumnFamilies",
+    "rocksdbNumInternalColFamiliesKeys",
+    "rocksdbNumInternalColumnFamilies",
+    "rocksdbNumLoadedFromDfs",
+    "rocksdbNumReplayChangelogFiles",
+    "rocksdbNumSnapshotsAutoRepaired",
+    "rocksdbPinnedBlocksMemoryUsage",
+    "rocksdbPutCount",
+    "rocksdbPutLatency",
+    "rocksdbReadBlockCacheHitCount",
+    "rocksdbReadBlockCacheMissCount",
+    "rocksdbReplayChangeLogLatencyMs",
+    "rocksdbSaveZipFilesLatencyMs",
+    "rocksdbSstFileSize",
+    "rocksdbTotalBytesRead",
+    "rocksdbTotalBytesReadByCompaction",
+    "rocksdbTotalBytesReadThroughIterator",
+    "rocksdbTotalBytesWritten",
+    "rocksdbTotalBytesWrittenByCompaction",
+    "rocksdbTotalBytesWrittenByFlush",
+    "rocksdbTotalCompactionLatencyMs",
+    "rocksdbWriterStallLatencyMs",
+    "rocksdbZipFileBytesUncompressed",
+)
 
 
 def iso(t: float) -> str:
@@ -46,29 +69,60 @@ def record(
     total = 40_000 + int(8_000 * math.sin(batch / 90)) + batch % 97
     dropped = rng.choice((0, 0, 0, 0, 0, 0, 0, 3, 12))
     rec: dict[str, Any] = {
-        "id": ids[0], "runId": ids[1], "name": job, "timestamp": iso(t), "batchId": batch,
-        "batchDuration": dur, "numInputRows": rows,
+        "id": ids[0],
+        "runId": ids[1],
+        "name": job,
+        "timestamp": iso(t),
+        "batchId": batch,
+        "batchDuration": dur,
+        "numInputRows": rows,
         "inputRowsPerSecond": round(rows / 30 * rng.uniform(0.9, 1.1), 1),
         "processedRowsPerSecond": round(rows / max(dur, 1) * 1000, 1),
-        "durationMs": {"addBatch": int(dur * 0.8), "commitOffsets": 40, "getBatch": 20,
-                       "latestOffset": 15, "queryPlanning": 60, "triggerExecution": dur,
-                       "walCommit": 35},
-        "eventTime": {"avg": iso(t - 400), "max": iso(t - 30), "min": iso(t - 900),
-                      "watermark": iso(t - 30 - 600 - rng.uniform(0, 120))},
-        "stateOperators": [{
-            "operatorName": "transformWithStateInPandasExec", "numRowsTotal": total if not keys else 256,
-            "numRowsUpdated": min(rows, 256), "allUpdatesTimeMs": int(dur * 0.6), "numRowsRemoved": 3,
-            "allRemovalsTimeMs": 4, "commitTimeMs": 120, "memoryUsedBytes": 40_000_000 + total * 400,
-            "numRowsDroppedByWatermark": dropped, "numShufflePartitions": 4, "numStateStoreInstances": 4,
-            "customMetrics": {m: rng.randint(0, 5000) for m in ROCKSDB_METRICS},
-        }],
-        "sources": [{"description": f"FileStreamSource[file:/data/landing/{job}]",
-                     "startOffset": {"logOffset": batch - 1}, "endOffset": {"logOffset": batch},
-                     "latestOffset": None, "numInputRows": rows,
-                     "inputRowsPerSecond": round(rows / 30, 1), "processedRowsPerSecond": round(rows / max(dur, 1) * 1000, 1)}],
+        "durationMs": {
+            "addBatch": int(dur * 0.8),
+            "commitOffsets": 40,
+            "getBatch": 20,
+            "latestOffset": 15,
+            "queryPlanning": 60,
+            "triggerExecution": dur,
+            "walCommit": 35,
+        },
+        "eventTime": {
+            "avg": iso(t - 400),
+            "max": iso(t - 30),
+            "min": iso(t - 900),
+            "watermark": iso(t - 30 - 600 - rng.uniform(0, 120)),
+        },
+        "stateOperators": [
+            {
+                "operatorName": "transformWithStateInPandasExec",
+                "numRowsTotal": total if not keys else 256,
+                "numRowsUpdated": min(rows, 256),
+                "allUpdatesTimeMs": int(dur * 0.6),
+                "numRowsRemoved": 3,
+                "allRemovalsTimeMs": 4,
+                "commitTimeMs": 120,
+                "memoryUsedBytes": 40_000_000 + total * 400,
+                "numRowsDroppedByWatermark": dropped,
+                "numShufflePartitions": 4,
+                "numStateStoreInstances": 4,
+                "customMetrics": {m: rng.randint(0, 5000) for m in ROCKSDB_METRICS},
+            }
+        ],
+        "sources": [
+            {
+                "description": f"FileStreamSource[file:/data/landing/{job}]",
+                "startOffset": {"logOffset": batch - 1},
+                "endOffset": {"logOffset": batch},
+                "latestOffset": None,
+                "numInputRows": rows,
+                "inputRowsPerSecond": round(rows / 30, 1),
+                "processedRowsPerSecond": round(rows / max(dur, 1) * 1000, 1),
+            }
+        ],
         "sink": {"description": f"DeltaSink[/data/tables/{job}]", "numOutputRows": -1},
         "statekeeper": {"job": job, "logged_at": t + dur / 1000},
-    }  # fmt: skip
+    }
     if keys:  # the key-level metrics of an arbitrary-state job (CONTRACTS section 4)
         rec["keys"] = {"total": total, "updated": min(rows, total), "removed": 3, "expired": 1}
         rec["emitted"] = rows // 10
@@ -104,7 +158,11 @@ def write_history(
     for rec in tail:
         b, wm = rec["batchId"], rec["eventTime"]["watermark"]
         wm_ms = int(datetime.fromisoformat(wm.replace("Z", "+00:00")).timestamp() * 1000)
-        meta = {"batchWatermarkMs": wm_ms, "batchTimestampMs": int(rec["statekeeper"]["logged_at"] * 1000), "conf": {}}  # fmt: skip
+        meta = {
+            "batchWatermarkMs": wm_ms,
+            "batchTimestampMs": int(rec["statekeeper"]["logged_at"] * 1000),
+            "conf": {},
+        }
         (checkpoint / "offsets" / str(b)).write_text(f'v1\n{json.dumps(meta)}\n{{"logOffset":{b}}}')
         (checkpoint / "commits" / str(b)).write_text(f'v1\n{{"nextBatchWatermarkMs":{wm_ms}}}')
     return tail

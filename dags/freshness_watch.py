@@ -31,6 +31,6 @@ with DAG(
             items={"type": "string"},
             description="Jobs to check; empty: every job whose spec sets freshness limits.",
         ),
-    },  # fmt: skip
+    },
 ) as dag:
     FreshnessCheckOperator(task_id="check_freshness")

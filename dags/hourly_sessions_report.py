@@ -32,7 +32,7 @@ with DAG(
             minLength=1,
             description="The Delta table the hourly rows go to (relative: under the data folder's tables). Must be under a tables root (.data/tables or $STATEKEEPER_TABLE_ROOTS).",
         ),
-    },  # fmt: skip
+    },
 ) as dag:
 
     @task

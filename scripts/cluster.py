@@ -166,15 +166,21 @@ def start(
                 f"worker-{i}",
                 [
                     WORKER_CLASS,
-                    "--host", "127.0.0.1",
-                    "--port", str(free_port()),
-                    "--webui-port", str(wui),
-                    "--cores", str(cores),
-                    "--memory", memory,
-                    "--work-dir", str(folder / "work" / f"worker-{i}"),
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(free_port()),
+                    "--webui-port",
+                    str(wui),
+                    "--cores",
+                    str(cores),
+                    "--memory",
+                    memory,
+                    "--work-dir",
+                    str(folder / "work" / f"worker-{i}"),
                     cluster.url,
                 ],
-            )  # fmt: skip
+            )
             _write_state(folder, cluster)
 
         def all_alive() -> bool:

@@ -103,9 +103,12 @@ def api_server(home: Path, env: dict[str, str], timeout: float = 180.0) -> Itera
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
             [exe, "api-server", "--host", "127.0.0.1", "--port", str(port)],
-            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
             cwd=str(paths.project_root()),
-        )  # fmt: skip
+        )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + timeout  # generous: the machine is shared

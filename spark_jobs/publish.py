@@ -190,9 +190,14 @@ def publish_rows(
     tags = {COMMIT_METADATA: f"{MARKER}{key} mode={mode} rows={count}"}
     try:
         if not delta_log.exists(live):
-            (rows.write.format("delta").mode("append")
-             .option("txnAppId", app_id).option("txnVersion", 0)
-             .option("userMetadata", tags[COMMIT_METADATA]).save(live))  # fmt: skip
+            (
+                rows.write.format("delta")
+                .mode("append")
+                .option("txnAppId", app_id)
+                .option("txnVersion", 0)
+                .option("userMetadata", tags[COMMIT_METADATA])
+                .save(live)
+            )
             how = "created"
         else:
             for k, v in {**tags, TXN_APP_ID: app_id, TXN_VERSION: "0"}.items():
@@ -245,20 +250,25 @@ def _replace(spark: Any, job: str, rows: Any, live: str) -> str:
     keys, scope, col = list(declared.keys), SCOPE[job], declared.time_column
     lo, hi = rows.agg(F.min(col), F.max(col)).first()
     gone = (
-        spark.read.format("delta").load(live)
+        spark.read.format("delta")
+        .load(live)
         .where(F.col(col).between(lo, hi))
         .join(rows.select(scope).distinct(), scope, "left_semi")
         .join(rows.select(*keys), keys, "left_anti")
-    )  # fmt: skip
+    )
     source = rows.withColumn("_sk_gone", F.lit(False)).unionByName(
         gone.withColumn("_sk_gone", F.lit(True))
     )
     values: dict[str, Any] = {c: f"s.`{c}`" for c in rows.columns}
-    (DeltaTable.forPath(spark, live).alias("t").merge(source.alias("s"), _on_keys(job))
-     .whenMatchedDelete(condition="s._sk_gone")
-     .whenMatchedUpdate(set=values)
-     .whenNotMatchedInsert(condition="NOT s._sk_gone", values=values)
-     .execute())  # fmt: skip
+    (
+        DeltaTable.forPath(spark, live)
+        .alias("t")
+        .merge(source.alias("s"), _on_keys(job))
+        .whenMatchedDelete(condition="s._sk_gone")
+        .whenMatchedUpdate(set=values)
+        .whenNotMatchedInsert(condition="NOT s._sk_gone", values=values)
+        .execute()
+    )
     return f"replaced {scope} covered, {col} in [{lo.isoformat()}, {hi.isoformat()}]"
 
 

@@ -135,9 +135,15 @@ def _plan_kafka(
 
 
 def _plan(
-    params: dict[str, Any], job: str, spec: Any, mode: str, source: str,
-    listing: list[tuple[str, int]], count: int, data_dir: Path,
-) -> dict[str, Any]:  # fmt: skip
+    params: dict[str, Any],
+    job: str,
+    spec: Any,
+    mode: str,
+    source: str,
+    listing: list[tuple[str, int]],
+    count: int,
+    data_dir: Path,
+) -> dict[str, Any]:
     from spark_jobs.contract.backfill import published
 
     raw = json.dumps([job, source, listing, mode, spec.fingerprint_hash()], sort_keys=True)

@@ -73,17 +73,30 @@ def quality_dag(doc_md: str | None = None) -> DAG:
         default_args=default_args("platform", retries=1),
         tags=["statekeeper", "quality"],
         params={
-            "jobs": Param([s.name for s in specs], type="array", items={"type": "string", "enum": [s.name for s in specs]}, description="The jobs whose tables to check."),
-            "tables_root": Param(None, type=["null", "string"], description="Read every table as <tables_root>/<job> instead of the spec's output. Must be (under) a tables root."),
+            "jobs": Param(
+                [s.name for s in specs],
+                type="array",
+                items={"type": "string", "enum": [s.name for s in specs]},
+                description="The jobs whose tables to check.",
+            ),
+            "tables_root": Param(
+                None,
+                type=["null", "string"],
+                description="Read every table as <tables_root>/<job> instead of the spec's output. Must be (under) a tables root.",
+            ),
         },
-    ) as dag:  # fmt: skip
+    ) as dag:
         for spec in specs:
             QualityCheckOperator(
                 task_id=f"quality_{spec.name}",
                 job=spec.name,
-                overrides={"output": jinja(f"(params.tables_root ~ '/{spec.name}') if params.tables_root else ''")},
+                overrides={
+                    "output": jinja(
+                        f"(params.tables_root ~ '/{spec.name}') if params.tables_root else ''"
+                    )
+                },
                 skip_reason=jinja(f"'' if '{spec.name}' in params.jobs else 'not in params.jobs'"),
-            )  # fmt: skip
+            )
     return dag
 
 
@@ -117,5 +130,5 @@ def table_maintenance_dag(job: str, doc_md: str | None = None) -> DAG:
             job=spec.name,
             flags=["--json", "{{ '--dry-run' if params.dry_run else '' }}"],
             doc_md="`python -m spark_jobs table maintain JOB --json`; safe beside the running job.",
-        )  # fmt: skip
+        )
     return dag

@@ -53,18 +53,21 @@ def table_asset(spec: Any) -> Asset:
 def path_params() -> dict[str, Param]:
     return {
         "input": Param(
-            None, type=["null", "string"],
+            None,
+            type=["null", "string"],
             description="Landing folder or kafka://HOST:PORT/TOPIC to read instead of the spec's (a root with one folder per kind for multi-input jobs). Empty: the spec's. A folder must be under a landing root (.data/landing or $STATEKEEPER_LANDING_ROOTS); a topic must be on the Kafka cluster the spec names.",
         ),
         "output": Param(
-            None, type=["null", "string"],
+            None,
+            type=["null", "string"],
             description="Delta table to write instead of the spec's. Empty: the spec's. Must be under a tables root (.data/tables or $STATEKEEPER_TABLE_ROOTS).",
         ),
         "checkpoint": Param(
-            None, type=["null", "string"],
+            None,
+            type=["null", "string"],
             description="Checkpoint folder instead of the spec's. Empty: the spec's (the live checkpoint). Must be under a checkpoint root (.data/checkpoints or $STATEKEEPER_CHECKPOINT_ROOTS).",
         ),
-    }  # fmt: skip
+    }
 
 
 def path_overrides() -> dict[str, str]:
@@ -178,13 +181,36 @@ def backfill_dag(doc_md: str | None = None) -> DAG:
         default_args=default_args("platform", retries=1),
         tags=["statekeeper", "backfill"],
         params={
-            "job": Param(jobs[0] if jobs else "", type="string", enum=jobs, description="The job to backfill (its spec in include/jobs/)."),
-            "input": Param("", type="string", minLength=1, description="Folder of JSON-lines events to re-process (for multi-input jobs: one sub-folder per kind), or kafka://HOST:PORT/TOPIC on the Kafka cluster the job's spec names (read from its earliest offsets). Folders must be under a landing root (.data/landing or $STATEKEEPER_LANDING_ROOTS)."),
-            "mode": Param("append", type="string", enum=["replace", "append"], description="append: the folder holds events the live runs never processed; new rows are added, counts and totals of known keys add up. replace: the folder holds all events of the users/services/event types it covers; their live rows in its time range are replaced, others untouched (refused for user_counts: lifetime totals)."),
-            "dry_run": Param(False, type="boolean", description="Run and validate on the staged table, but do not make the result visible."),
-            "output": Param(None, type=["null", "string"], description="Live table to publish into instead of the spec's output. Must be under a tables root."),
+            "job": Param(
+                jobs[0] if jobs else "",
+                type="string",
+                enum=jobs,
+                description="The job to backfill (its spec in include/jobs/).",
+            ),
+            "input": Param(
+                "",
+                type="string",
+                minLength=1,
+                description="Folder of JSON-lines events to re-process (for multi-input jobs: one sub-folder per kind), or kafka://HOST:PORT/TOPIC on the Kafka cluster the job's spec names (read from its earliest offsets). Folders must be under a landing root (.data/landing or $STATEKEEPER_LANDING_ROOTS).",
+            ),
+            "mode": Param(
+                "append",
+                type="string",
+                enum=["replace", "append"],
+                description="append: the folder holds events the live runs never processed; new rows are added, counts and totals of known keys add up. replace: the folder holds all events of the users/services/event types it covers; their live rows in its time range are replaced, others untouched (refused for user_counts: lifetime totals).",
+            ),
+            "dry_run": Param(
+                False,
+                type="boolean",
+                description="Run and validate on the staged table, but do not make the result visible.",
+            ),
+            "output": Param(
+                None,
+                type=["null", "string"],
+                description="Live table to publish into instead of the spec's output. Must be under a tables root.",
+            ),
         },
-    ) as dag:  # fmt: skip
+    ) as dag:
         planned = BackfillPlanOperator(
             task_id="plan",
             retries=0,
@@ -194,10 +220,14 @@ def backfill_dag(doc_md: str | None = None) -> DAG:
             task_id="run_staged",
             name="statekeeper-backfill",
             job="{{ params.job }}",
-            overrides={"input": _plan("input"), "output": _plan("staged_table"), "checkpoint": _plan("staged_checkpoint")},
+            overrides={
+                "input": _plan("input"),
+                "output": _plan("staged_table"),
+                "checkpoint": _plan("staged_checkpoint"),
+            },
             trigger="available-now",
             doc_md="The job on its own checkpoint and a staged table: the live checkpoint is never touched.",
-        )  # fmt: skip
+        )
         check = QualityCheckOperator(
             task_id="validate_staged",
             job="{{ params.job }}",
@@ -216,10 +246,12 @@ def backfill_dag(doc_md: str | None = None) -> DAG:
                 "mode": "{{ params.mode }}",
                 "key": _plan("key"),
             },
-            skip_reason=jinja("'dry run: staged table left at ' ~ ti.xcom_pull(task_ids='plan')['staged_table'] if params.dry_run else ''"),
+            skip_reason=jinja(
+                "'dry run: staged table left at ' ~ ti.xcom_pull(task_ids='plan')['staged_table'] if params.dry_run else ''"
+            ),
             report_table=_plan("live_table"),
             doc_md="Makes the staged rows visible in the live table in one Delta commit, holding the live job's lock; `append` is refused when the backfill read a file the live job already read. The key goes to the table's `_statekeeper/backfills/` ledger, so a key already published is a no-op.",
-        )  # fmt: skip
+        )
         planned >> staged >> check >> publish
         for job in jobs:  # the asset of each job is its own outlet; the others are skipped
             recomplete = CompletenessEventsOperator(
@@ -243,7 +275,8 @@ def supervisor_dag(job: str, doc_md: str | None = None) -> DAG:
     with DAG(
         dag_id=dag_ids.supervise(job),
         description=f"Keeps one processing-time query of {job} alive and healthy",
-        doc_md=(doc_md or "") + f"\n\n**Job `{job}`**: {spec.description}\n\n- checkpoint: `{spec.checkpoint}`\n"
+        doc_md=(doc_md or "")
+        + f"\n\n**Job `{job}`**: {spec.description}\n\n- checkpoint: `{spec.checkpoint}`\n"
         + f"\n**emit_completeness** (after each watch): the asset `statekeeper.{job}.complete`, one event per {spec.completeness} event-time partition the driver completed (docs/completeness.md).\n",
         schedule="*/10 * * * *",
         start_date=START,
@@ -252,15 +285,46 @@ def supervisor_dag(job: str, doc_md: str | None = None) -> DAG:
         default_args=default_args(spec.owner),
         tags=["statekeeper", "supervisor", "continuous", *spec.tags],
         params={
-            "action": Param("supervise", type="string", enum=["supervise", "stop", "start"], description="supervise: start the driver if none runs, watch it, restart it when dead or stalled. stop: stop the running driver (e.g. before maintenance); the stop is kept, later runs launch nothing. start: lift a kept stop and supervise."),
-            "trigger": Param(str(spec.trigger), type="string", pattern="^processing-time:", description="The query's processing-time trigger, e.g. processing-time:30s."),
-            "watch_minutes": Param(10, type="number", exclusiveMinimum=0, maximum=B["watch_seconds"].maximum / 60, description=f"How long one run watches the driver; the next scheduled run takes over. At most a day ({B['watch_seconds'].why})."),
-            "restart_backoff_seconds": Param(None, type=["null", "number"], **B["restart_backoff"].schema(), description=f"First wait before relaunching a dead driver (doubles per restart). Empty: the spec's supervise.restart_backoff. ({B['restart_backoff'].why})"),
-            "max_restarts": Param(spec.supervise.max_restarts, type="integer", **B["max_restarts"].schema(), description=f"Restarts allowed within the restart window (spec supervise.restart_window, counted across runs) before the task fails without retry and alerts. ({B['max_restarts'].why})"),
-            "poll_seconds": Param(10, type="number", **B["poll_seconds"].schema(), description=f"How often the trigger reads the lock and the progress log. ({B['poll_seconds'].why})"),
+            "action": Param(
+                "supervise",
+                type="string",
+                enum=["supervise", "stop", "start"],
+                description="supervise: start the driver if none runs, watch it, restart it when dead or stalled. stop: stop the running driver (e.g. before maintenance); the stop is kept, later runs launch nothing. start: lift a kept stop and supervise.",
+            ),
+            "trigger": Param(
+                str(spec.trigger),
+                type="string",
+                pattern="^processing-time:",
+                description="The query's processing-time trigger, e.g. processing-time:30s.",
+            ),
+            "watch_minutes": Param(
+                10,
+                type="number",
+                exclusiveMinimum=0,
+                maximum=B["watch_seconds"].maximum / 60,
+                description=f"How long one run watches the driver; the next scheduled run takes over. At most a day ({B['watch_seconds'].why}).",
+            ),
+            "restart_backoff_seconds": Param(
+                None,
+                type=["null", "number"],
+                **B["restart_backoff"].schema(),
+                description=f"First wait before relaunching a dead driver (doubles per restart). Empty: the spec's supervise.restart_backoff. ({B['restart_backoff'].why})",
+            ),
+            "max_restarts": Param(
+                spec.supervise.max_restarts,
+                type="integer",
+                **B["max_restarts"].schema(),
+                description=f"Restarts allowed within the restart window (spec supervise.restart_window, counted across runs) before the task fails without retry and alerts. ({B['max_restarts'].why})",
+            ),
+            "poll_seconds": Param(
+                10,
+                type="number",
+                **B["poll_seconds"].schema(),
+                description=f"How often the trigger reads the lock and the progress log. ({B['poll_seconds'].why})",
+            ),
             **path_params(),
         },
-    ) as dag:  # fmt: skip
+    ) as dag:
         supervise = StreamingSupervisorOperator(
             task_id="supervise",
             job=job,

@@ -312,13 +312,23 @@ def chart(
 
 
 CHARTS = (
-    ("Input vs processed rate", [("input_rows_per_second", "input"), ("processed_rows_per_second", "processed")], rate, False),
+    (
+        "Input vs processed rate",
+        [("input_rows_per_second", "input"), ("processed_rows_per_second", "processed")],
+        rate,
+        False,
+    ),
     ("Batch duration", [("batch_duration_ms", "duration")], duration_ms, False),
     ("State keys", [("state_keys", "keys")], lambda v: f"{v:,.0f}", False),
     ("State memory", [("state_memory_bytes", "memory")], mb, False),
     ("Watermark delay behind newest event", [("watermark_delay_seconds", "delay")], seconds, False),
-    ("Rows dropped by the watermark", [("dropped_by_watermark", "dropped")], lambda v: f"{v:,.0f}", True),
-)  # fmt: skip
+    (
+        "Rows dropped by the watermark",
+        [("dropped_by_watermark", "dropped")],
+        lambda v: f"{v:,.0f}",
+        True,
+    ),
+)
 
 
 def job(

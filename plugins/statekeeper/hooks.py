@@ -143,9 +143,13 @@ class SparkJobsSubmitHook(BaseHook):
         from statekeeper.package import spark_jobs_zip
 
         return self.get_conn().command(
-            application(), args, name=self.name, py_files=spark_jobs_zip(),
-            jars=",".join(jar_paths()), path=env["PATH"],
-        )  # fmt: skip
+            application(),
+            args,
+            name=self.name,
+            py_files=spark_jobs_zip(),
+            jars=",".join(jar_paths()),
+            path=env["PATH"],
+        )
 
     @property
     def pid(self) -> int | None:

@@ -38,11 +38,13 @@ def other_runs(spec: JobSpec, now: float | None = None) -> list[dict[str, Any]]:
             if not isinstance(last, BatchProgress) or last.job != spec.name:
                 continue
             wm = last.event_time.get("watermark")
-            out.append({
-                "checkpoint": str(ckpt),
-                "last_batch_id": last.batch_id,
-                "last_batch_time": last.time,
-                "watermark": wm,
-                "watermark_lag_seconds": freshness.watermark_lag_seconds(wm, now),
-            })  # fmt: skip
+            out.append(
+                {
+                    "checkpoint": str(ckpt),
+                    "last_batch_id": last.batch_id,
+                    "last_batch_time": last.time,
+                    "watermark": wm,
+                    "watermark_lag_seconds": freshness.watermark_lag_seconds(wm, now),
+                }
+            )
     return sorted(out, key=lambda r: -(r["last_batch_time"] or 0.0))

@@ -49,17 +49,19 @@ def inspect_checkpoint(checkpoint: str, layout: Layout | None = None) -> dict[st
             for k, b in s.bytes_by_kind.items():
                 kinds[k] = kinds.get(k, 0) + b
         meta = lay.operators.get(op) or {}
-        operators.append({
-            "operator": op,
-            "name": (meta.get("operatorInfo") or {}).get("operatorName"),
-            "stores": sorted({s.store or "default" for s in stores}),
-            "partitions": len({s.part for s in stores}),
-            "provider": sorted({s.provider for s in stores}),
-            "versions": [min(versions), max(versions)] if versions else None,
-            "version_count": len(versions),
-            "bytes_by_kind": dict(sorted(kinds.items())),
-            "bytes": lay.total_bytes(f"state/{op}/"),
-        })  # fmt: skip
+        operators.append(
+            {
+                "operator": op,
+                "name": (meta.get("operatorInfo") or {}).get("operatorName"),
+                "stores": sorted({s.store or "default" for s in stores}),
+                "partitions": len({s.part for s in stores}),
+                "provider": sorted({s.provider for s in stores}),
+                "versions": [min(versions), max(versions)] if versions else None,
+                "version_count": len(versions),
+                "bytes_by_kind": dict(sorted(kinds.items())),
+                "bytes": lay.total_bytes(f"state/{op}/"),
+            }
+        )
     window = recovery_window(lay)
     window["oldest_restorable_time"] = _iso(window.get("oldest_restorable_time_ms"))
     return {

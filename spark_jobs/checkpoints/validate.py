@@ -167,8 +167,10 @@ def _check_kafka(lay: Layout, rep: Report, spec: Any) -> None:
             parts = [f"topic(s) {', '.join(topics)}"] if topics else []
             return " and ".join(parts + ([f"{files} folder(s)"] if files else [])) or "nothing"
 
-        rep.add("SOURCE_CHANGED", f"the checkpoint read {say(have, files_have)}; the spec reads "
-                f"{say(want, files_want)}")  # fmt: skip
+        rep.add(
+            "SOURCE_CHANGED",
+            f"the checkpoint read {say(have, files_have)}; the spec reads {say(want, files_want)}",
+        )
 
 
 def _check_spec(lay: Layout, rep: Report, spec: Any, snapshot_root: str | None) -> None:

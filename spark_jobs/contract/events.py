@@ -20,9 +20,15 @@ from spark_jobs.contract import paths
 BATCH = "batch"
 LIFECYCLE = ("start", "restart", "stop", "failure")
 OPERATIONS = (
-    "snapshot", "restore", "rollback", "repartition", "upgrade", "publish", "maintenance",
+    "snapshot",
+    "restore",
+    "rollback",
+    "repartition",
+    "upgrade",
+    "publish",
+    "maintenance",
     "quality",
-)  # fmt: skip
+)
 KINDS = (BATCH, *LIFECYCLE, *OPERATIONS)
 TXN_PREFIX = "statekeeper-events:"
 

@@ -113,8 +113,14 @@ def end_offsets(target: KafkaUri, timeout: float = 10.0) -> dict[str, int]:
     n = partitions(target, timeout)
     if not n:
         return {}
-    c = Consumer({"bootstrap.servers": target.bootstrap, "group.id": "statekeeper-plan",
-                  "enable.auto.commit": False, "log_level": 0})  # fmt: skip
+    c = Consumer(
+        {
+            "bootstrap.servers": target.bootstrap,
+            "group.id": "statekeeper-plan",
+            "enable.auto.commit": False,
+            "log_level": 0,
+        }
+    )
     try:
         return {
             str(p): int(c.get_watermark_offsets(TopicPartition(target.topic, p), timeout)[1])

@@ -162,15 +162,21 @@ class ProgressRecord:
             num_input_rows=_int(value.get("numInputRows")),
             input_rows_per_second=_num(value.get("inputRowsPerSecond")),
             processed_rows_per_second=_num(value.get("processedRowsPerSecond")),
-            duration_ms={k: float(v) for k, v in (value.get("durationMs") or {}).items() if _num(v) is not None},
+            duration_ms={
+                k: float(v)
+                for k, v in (value.get("durationMs") or {}).items()
+                if _num(v) is not None
+            },
             event_time=dict(value.get("eventTime") or {}),
             state_operators=tuple(
-                StateOperatorProgress.from_json(op) for op in value.get("stateOperators") or [] if isinstance(op, dict)
+                StateOperatorProgress.from_json(op)
+                for op in value.get("stateOperators") or []
+                if isinstance(op, dict)
             ),
             keys=KeyCounts.from_json(keys) if isinstance(keys, dict) else None,
             lag=dict(value.get("lag") or {}),
             sources=tuple(s for s in value.get("sources") or [] if isinstance(s, dict)),
-        )  # fmt: skip
+        )
 
 
 @dataclass(frozen=True)

@@ -93,9 +93,15 @@ def record(
     from spark_jobs.eventlog.runlog import warn
 
     row = {
-        "kind": kind, "job": job, "checkpoint": checkpoint, "at": time.time(),
-        "who": who.who(), "args": who.args(), "reason": reason, "details": details or {},
-    }  # fmt: skip
+        "kind": kind,
+        "job": job,
+        "checkpoint": checkpoint,
+        "at": time.time(),
+        "who": who.who(),
+        "args": who.args(),
+        "reason": reason,
+        "details": details or {},
+    }
     try:
         store.append([row])
     except Exception as exc:  # noqa: BLE001 - the operation is done; its row is only history

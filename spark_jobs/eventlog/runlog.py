@@ -110,9 +110,13 @@ class RunLog:
 
     def _row(self, kind: str, **cols: Any) -> dict[str, Any]:
         return {
-            "kind": kind, "job": self.spec.name, "checkpoint": self.spec.checkpoint,
-            "who": self.who, "args": self.args, **cols,
-        }  # fmt: skip
+            "kind": kind,
+            "job": self.spec.name,
+            "checkpoint": self.spec.checkpoint,
+            "who": self.who,
+            "args": self.args,
+            **cols,
+        }
 
     def _written(self, query_id: str) -> int:
         if query_id not in self.done:
@@ -144,9 +148,11 @@ class RunLog:
         kind = "restart" if self.recovered or self.cut_short else "start"
         details = {
             **self.options,
-            "inputs": self.spec.inputs, "output": self.spec.output,
-            "recovered_batches": self.recovered, "cut_short_batches": self.cut_short,
-        }  # fmt: skip
+            "inputs": self.spec.inputs,
+            "output": self.spec.output,
+            "recovered_batches": self.recovered,
+            "cut_short_batches": self.cut_short,
+        }
         self.pending.append(
             self._row(kind, query_id=query_id, run_id=run_id, at=at, details=details)
         )
@@ -174,9 +180,10 @@ class RunLog:
 
     def _on_end(self, exc: BaseException | None, stop_signal: list[int], at: float) -> None:
         details: dict[str, Any] = {
-            "batches": self.batches, "input_rows": self.input_rows,
+            "batches": self.batches,
+            "input_rows": self.input_rows,
             "event_log_seconds": round(self.busy, 3),
-        }  # fmt: skip
+        }
         if stop_signal:
             details["stopped_by"] = stop_signal[0]
         reason = None

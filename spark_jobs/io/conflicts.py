@@ -25,11 +25,15 @@ def conflict_types() -> tuple[type[BaseException], ...]:
     from delta import exceptions as e
 
     return (
-        e.DeltaConcurrentModificationException, e.ConcurrentWriteException,
-        e.MetadataChangedException, e.ProtocolChangedException, e.ConcurrentAppendException,
-        e.ConcurrentDeleteReadException, e.ConcurrentDeleteDeleteException,
+        e.DeltaConcurrentModificationException,
+        e.ConcurrentWriteException,
+        e.MetadataChangedException,
+        e.ProtocolChangedException,
+        e.ConcurrentAppendException,
+        e.ConcurrentDeleteReadException,
+        e.ConcurrentDeleteDeleteException,
         e.ConcurrentTransactionException,
-    )  # fmt: skip
+    )
 
 
 def retrying(

@@ -72,8 +72,13 @@ def _write_once(
     ``update`` (MERGE ``set`` expressions) combines a batch row with the live row of its key;
     without it the batch row replaces the live one."""
     if keys is None or not delta_log.exists(uri):
-        (df.write.format("delta").mode("append")
-         .option("txnAppId", app_id).option("txnVersion", batch_id).save(uri))  # fmt: skip
+        (
+            df.write.format("delta")
+            .mode("append")
+            .option("txnAppId", app_id)
+            .option("txnVersion", batch_id)
+            .save(uri)
+        )
         return
     from delta.tables import DeltaTable
 

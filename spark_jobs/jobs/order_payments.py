@@ -40,9 +40,15 @@ def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
         & (F.col("payment_time") <= F.col("order_time") + F.expr(f"INTERVAL {within}"))
     )
     return orders.join(payments, cond, "leftOuter").select(
-        "order_id", "user_id", "order_time", "payment_id", "payment_time", "amount",
-        "payment_amount", F.col("payment_id").isNotNull().alias("matched"),
-    )  # fmt: skip
+        "order_id",
+        "user_id",
+        "order_time",
+        "payment_id",
+        "payment_time",
+        "amount",
+        "payment_amount",
+        F.col("payment_id").isNotNull().alias("matched"),
+    )
 
 
 JOB = JobDef(

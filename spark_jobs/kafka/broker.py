@@ -101,28 +101,30 @@ def status(home: Path | None = None) -> Status:
 
 
 def _properties(home: Path, port: int, controller_port: int) -> str:
-    return "\n".join([
-        "# Written by `python -m spark_jobs kafka up`: a single-node KRaft dev broker on loopback.",
-        "process.roles=broker,controller",
-        "node.id=1",
-        f"controller.quorum.bootstrap.servers={HOST}:{controller_port}",
-        f"listeners=PLAINTEXT://{HOST}:{port},CONTROLLER://{HOST}:{controller_port}",
-        f"advertised.listeners=PLAINTEXT://{HOST}:{port}",
-        "controller.listener.names=CONTROLLER",
-        "inter.broker.listener.name=PLAINTEXT",
-        "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-        f"log.dirs={home / 'logs'}",
-        "num.partitions=3",
-        "offsets.topic.replication.factor=1",
-        "offsets.topic.num.partitions=3",
-        "transaction.state.log.replication.factor=1",
-        "transaction.state.log.min.isr=1",
-        "share.coordinator.state.topic.replication.factor=1",
-        "share.coordinator.state.topic.min.isr=1",
-        "group.initial.rebalance.delay.ms=0",
-        "auto.create.topics.enable=false",
-        "",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            "# Written by `python -m spark_jobs kafka up`: a single-node KRaft dev broker on loopback.",
+            "process.roles=broker,controller",
+            "node.id=1",
+            f"controller.quorum.bootstrap.servers={HOST}:{controller_port}",
+            f"listeners=PLAINTEXT://{HOST}:{port},CONTROLLER://{HOST}:{controller_port}",
+            f"advertised.listeners=PLAINTEXT://{HOST}:{port}",
+            "controller.listener.names=CONTROLLER",
+            "inter.broker.listener.name=PLAINTEXT",
+            "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            f"log.dirs={home / 'logs'}",
+            "num.partitions=3",
+            "offsets.topic.replication.factor=1",
+            "offsets.topic.num.partitions=3",
+            "transaction.state.log.replication.factor=1",
+            "transaction.state.log.min.isr=1",
+            "share.coordinator.state.topic.replication.factor=1",
+            "share.coordinator.state.topic.min.isr=1",
+            "group.initial.rebalance.delay.ms=0",
+            "auto.create.topics.enable=false",
+            "",
+        ]
+    )
 
 
 def _controller_port(props: Path) -> int | None:
@@ -138,17 +140,27 @@ def _controller_port(props: Path) -> int | None:
 def _java(classpath: str, home: Path) -> list[str]:
     log_conf = paths.project_root() / "include" / "kafka" / "log4j2.properties"
     return [
-        "java", *JVM_OPTS, f"-Dlog4j2.configurationFile={log_conf}",
-        f"-Dkafka.logs.dir={home}", "-cp", classpath,
-    ]  # fmt: skip
+        "java",
+        *JVM_OPTS,
+        f"-Dlog4j2.configurationFile={log_conf}",
+        f"-Dkafka.logs.dir={home}",
+        "-cp",
+        classpath,
+    ]
 
 
 def _format(classpath: str, home: Path, props: Path) -> None:
     cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
     cmd = [
-        *_java(classpath, home), "kafka.tools.StorageTool", "format", "--standalone",
-        "-t", cluster_id, "-c", str(props),
-    ]  # fmt: skip
+        *_java(classpath, home),
+        "kafka.tools.StorageTool",
+        "format",
+        "--standalone",
+        "-t",
+        cluster_id,
+        "-c",
+        str(props),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
@@ -189,9 +201,11 @@ def up(
     with open(log, "ab") as out:
         proc = subprocess.Popen(
             [*_java(classpath, h), "kafka.Kafka", str(props)],
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             start_new_session=True,  # a Ctrl-C in the shell that started it does not stop it
-        )  # fmt: skip
+        )
     import psutil
 
     started = psutil.Process(proc.pid).create_time()

@@ -49,10 +49,15 @@ def produce(target: KafkaUri, lines: Iterable[str], timeout: float = TIMEOUT) ->
         if err is not None:
             errors.append(err.str())
 
-    producer = Producer({
-        "bootstrap.servers": target.bootstrap, "enable.idempotence": True, "acks": "all",
-        "linger.ms": 20, "log_level": 0,
-    })  # fmt: skip
+    producer = Producer(
+        {
+            "bootstrap.servers": target.bootstrap,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 20,
+            "log_level": 0,
+        }
+    )
     sent = 0
     for i, line in enumerate(lines):
         while True:

@@ -81,9 +81,13 @@ def read_lines(spark: SparkSession, spec: JobSpec, uri: str) -> DataFrame:
     # A null value (a tombstone) becomes an empty line, which the parse quarantines like any
     # other line that is not an event.
     source = F.concat(
-        F.lit(SCHEME), F.col("topic"), F.lit("/"), F.col("partition").cast("string"),
-        F.lit("/"), F.col("offset").cast("string"),
-    )  # fmt: skip
+        F.lit(SCHEME),
+        F.col("topic"),
+        F.lit("/"),
+        F.col("partition").cast("string"),
+        F.lit("/"),
+        F.col("offset").cast("string"),
+    )
     return reader.load().select(
         F.coalesce(F.col("value").cast("string"), F.lit("")).alias("value"),
         source.alias("source_file"),

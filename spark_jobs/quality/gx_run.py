@@ -112,14 +112,22 @@ def validate(
 
     def row(check: Check, success: bool, observed: Any, **extra: Any) -> results.ResultRow:
         return results.ResultRow(
-            **stamp, table_uri=sl.uri, suite=name, version_from=sl.version_from,
-            version_to=sl.version_to, mode=sl.mode, check=check.label,
-            expectation=extra.pop("expectation", check.expectation), column_name=check.column,
-            severity=check.severity, success=success,
+            **stamp,
+            table_uri=sl.uri,
+            suite=name,
+            version_from=sl.version_from,
+            version_to=sl.version_to,
+            mode=sl.mode,
+            check=check.label,
+            expectation=extra.pop("expectation", check.expectation),
+            column_name=check.column,
+            severity=check.severity,
+            success=success,
             status=results.status_of(success, check.severity),
-            observed=results.format_observed(observed), rows=None,
+            observed=results.format_observed(observed),
+            rows=None,
             **{"unexpected_count": None, "element_count": None, "details": "", **extra},
-        )  # fmt: skip
+        )
 
     gx_checks = engine.gx_checks(checks)
     checkpoint = _checkpoint(ctx, engine, name, gx_checks, samples)
@@ -191,12 +199,15 @@ def _rows(result: Any, checks: list[Check], row: Any) -> list[results.ResultRow]
                 details["sample_unexpected"] = [str(x) for x in res["partial_unexpected_list"][:5]]
             rows.append(
                 row(
-                    check, bool(r.success), observed, expectation=cfg.type,
+                    check,
+                    bool(r.success),
+                    observed,
+                    expectation=cfg.type,
                     unexpected_count=_int(res.get("unexpected_count")),
                     element_count=_int(res.get("element_count")),
                     details=json.dumps(details, default=str) if details else "",
                 )
-            )  # fmt: skip
+            )
     return rows
 
 

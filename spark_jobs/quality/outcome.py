@@ -74,8 +74,10 @@ class QualityResult:
             )
             for r in self.rows:
                 unexpected = "" if r.unexpected_count is None else str(r.unexpected_count)
-                lines.append(f"  {r.severity:<8} {r.status.upper() if r.status != 'pass' else 'pass':<6} "
-                             f"{r.check[:46]:<46} {r.observed[:28]:<28} {unexpected}")  # fmt: skip
+                lines.append(
+                    f"  {r.severity:<8} {r.status.upper() if r.status != 'pass' else 'pass':<6} "
+                    f"{r.check[:46]:<46} {r.observed[:28]:<28} {unexpected}"
+                )
         counts = f"{len(self.failures)} fail, {len(self.warnings)} warn, {len(self.rows)} checks"
         engine = f" on {self.engine}" if self.engine else ""
         lines.append(f"result: {self.status.upper()} ({counts}) in {self.seconds:.1f}s{engine}")

@@ -74,9 +74,14 @@ def run_quality(
         _annotate(rows, params)
         out.rows.extend(rows)
         out.batches.append(
-            {"suite": name, "uri": sl.uri, "versions": sl.versions, "mode": sl.mode,
-             "rows": rows[0].rows if rows else None}
-        )  # fmt: skip
+            {
+                "suite": name,
+                "uri": sl.uri,
+                "versions": sl.versions,
+                "mode": sl.mode,
+                "rows": rows[0].rows if rows else None,
+            }
+        )
     out.docs = gx_run.docs_url(ctx)
     results.append(uri, out.rows)
     out.seconds = round(time.time() - started, 2)

@@ -202,26 +202,67 @@ def expand(macro: str, spec: Any, severity: str, why: str, where: str = "") -> l
     if macro == "schema":
         cols = column_types(job)
         out = [
-            Check("schema: columns", "expect_table_columns_to_match_ordered_list",
-                  {"column_list": list(cols)}, severity, TABLE, macro, why or "the table has the contract's columns, in order"),
-        ]  # fmt: skip
+            Check(
+                "schema: columns",
+                "expect_table_columns_to_match_ordered_list",
+                {"column_list": list(cols)},
+                severity,
+                TABLE,
+                macro,
+                why or "the table has the contract's columns, in order",
+            ),
+        ]
         for col, typ in cols.items():
-            out.append(Check(f"schema: {col} is {typ}", "expect_column_values_to_be_of_type",
-                             {"column": col, "type_": typ}, severity, TABLE, macro, why))  # fmt: skip
+            out.append(
+                Check(
+                    f"schema: {col} is {typ}",
+                    "expect_column_values_to_be_of_type",
+                    {"column": col, "type_": typ},
+                    severity,
+                    TABLE,
+                    macro,
+                    why,
+                )
+            )
         return out
     if macro == "keys":
         keys = declared.keys
         out = [
-            Check(f"keys: {k} not null", "expect_column_values_to_not_be_null", {"column": k},
-                  severity, TABLE, macro, why or "a row without its key cannot be joined or upserted")
+            Check(
+                f"keys: {k} not null",
+                "expect_column_values_to_not_be_null",
+                {"column": k},
+                severity,
+                TABLE,
+                macro,
+                why or "a row without its key cannot be joined or upserted",
+            )
             for k in keys
-        ]  # fmt: skip
+        ]
         if len(keys) == 1:
-            out.append(Check(f"keys: {keys[0]} unique", "expect_column_values_to_be_unique",
-                             {"column": keys[0]}, severity, TABLE, macro, why or "one row per key"))  # fmt: skip
+            out.append(
+                Check(
+                    f"keys: {keys[0]} unique",
+                    "expect_column_values_to_be_unique",
+                    {"column": keys[0]},
+                    severity,
+                    TABLE,
+                    macro,
+                    why or "one row per key",
+                )
+            )
         else:
-            out.append(Check(f"keys: ({', '.join(keys)}) unique", "expect_compound_columns_to_be_unique",
-                             {"column_list": list(keys)}, severity, TABLE, macro, why or "one row per key"))  # fmt: skip
+            out.append(
+                Check(
+                    f"keys: ({', '.join(keys)}) unique",
+                    "expect_compound_columns_to_be_unique",
+                    {"column_list": list(keys)},
+                    severity,
+                    TABLE,
+                    macro,
+                    why or "one row per key",
+                )
+            )
         return out
     if macro == "freshness":
         col = declared.time_column
@@ -229,16 +270,32 @@ def expand(macro: str, spec: Any, severity: str, why: str, where: str = "") -> l
         if sla is None:
             raise UserError(f"job {job}: freshness needs quality.freshness_sla in {spec.path}")
         return [
-            Check(f"freshness: newest {col} within {describe(sla)}", "expect_column_max_to_be_between",
-                  {"column": col, "min_value": {"$PARAMETER": P_FRESHNESS_FLOOR}}, severity, TABLE, macro,
-                  why or f"the newest {col} is at most {describe(sla)} behind the job's watermark (or the run time)")
-        ]  # fmt: skip
+            Check(
+                f"freshness: newest {col} within {describe(sla)}",
+                "expect_column_max_to_be_between",
+                {"column": col, "min_value": {"$PARAMETER": P_FRESHNESS_FLOOR}},
+                severity,
+                TABLE,
+                macro,
+                why
+                or f"the newest {col} is at most {describe(sla)} behind the job's watermark (or the run time)",
+            )
+        ]
     if macro == "volume":
         return [
-            Check("volume: new rows vs trailing runs", "expect_table_row_count_to_be_between",
-                  {"min_value": {"$PARAMETER": P_VOLUME_MIN}, "max_value": {"$PARAMETER": P_VOLUME_MAX}},
-                  severity, TABLE, macro, why or "the new rows are in line with the trailing runs")
-        ]  # fmt: skip
+            Check(
+                "volume: new rows vs trailing runs",
+                "expect_table_row_count_to_be_between",
+                {
+                    "min_value": {"$PARAMETER": P_VOLUME_MIN},
+                    "max_value": {"$PARAMETER": P_VOLUME_MAX},
+                },
+                severity,
+                TABLE,
+                macro,
+                why or "the new rows are in line with the trailing runs",
+            )
+        ]
     if macro == "quarantine_rate":
         rate = spec.quality.max_quarantine_rate
         if rate is None:
@@ -246,12 +303,25 @@ def expand(macro: str, spec: Any, severity: str, why: str, where: str = "") -> l
                 f"job {job}: quarantine_rate needs quality.max_quarantine_rate in {spec.path}"
             )
         return [
-            Check(f"quarantine: rate <= {rate:g}", "expect_table_row_count_to_be_between",
-                  {"min_value": 0, "max_value": {"$PARAMETER": P_QUARANTINE_MAX}}, severity, QUARANTINE,
-                  macro, why or "bad records / all records read stays below the spec's threshold"),
-            Check("quarantine: reason not null", "expect_column_values_to_not_be_null",
-                  {"column": "reason"}, severity, QUARANTINE, macro, "every quarantined record says why"),
-        ]  # fmt: skip
+            Check(
+                f"quarantine: rate <= {rate:g}",
+                "expect_table_row_count_to_be_between",
+                {"min_value": 0, "max_value": {"$PARAMETER": P_QUARANTINE_MAX}},
+                severity,
+                QUARANTINE,
+                macro,
+                why or "bad records / all records read stays below the spec's threshold",
+            ),
+            Check(
+                "quarantine: reason not null",
+                "expect_column_values_to_not_be_null",
+                {"column": "reason"},
+                severity,
+                QUARANTINE,
+                macro,
+                "every quarantined record says why",
+            ),
+        ]
     raise UserError(
         f"expectation suite {where}: unknown check {macro!r}; known: {', '.join(MACROS)}"
     )

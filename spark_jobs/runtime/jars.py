@@ -149,10 +149,21 @@ def fetch_broker() -> list[Path]:
         module = Path(tmp) / "ivy.xml"
         module.write_text(_ivy_module(pins.coords))
         cmd = [
-            "java", "-jar", str(_ivy_jar()), "-ivy", str(module),
-            "-cache", str(paths.ivy_dir() / "cache"), "-confs", "default", "-types", "jar", "bundle",
-            "-retrieve", f"{folder}/[artifact]-[revision](-[classifier]).[ext]",
-        ]  # fmt: skip
+            "java",
+            "-jar",
+            str(_ivy_jar()),
+            "-ivy",
+            str(module),
+            "-cache",
+            str(paths.ivy_dir() / "cache"),
+            "-confs",
+            "default",
+            "-types",
+            "jar",
+            "bundle",
+            "-retrieve",
+            f"{folder}/[artifact]-[revision](-[classifier]).[ext]",
+        ]
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     jars = sorted(folder.glob("*.jar"))
     if done.returncode != 0 or not jars:

@@ -43,8 +43,12 @@ def _driver(command: str, env: dict[str, str]) -> tuple[int, str, str]:
     try:
         done = subprocess.run(
             [sys.executable, "-m", "spark_jobs.runtime.jvm_archive_drivers", command],
-            env={**os.environ, **env}, capture_output=True, text=True, check=False, timeout=600,
-        )  # fmt: skip
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=600,
+        )
     except subprocess.TimeoutExpired:
         return 1, "", f"the {command} driver did not finish in 600 s"
     return done.returncode, done.stdout, done.stderr

@@ -29,12 +29,13 @@ def train() -> None:
         parsed = lines.select(F.from_json("value", "k string, t timestamp").alias("j"))
         parsed = parsed.select("j.*")
         q = (
-            parsed.withWatermark("t", "1 minute").dropDuplicates(["k"])
+            parsed.withWatermark("t", "1 minute")
+            .dropDuplicates(["k"])
             .writeStream.option("checkpointLocation", f"{tmp}/ck")
             .trigger(availableNow=True)
             .foreachBatch(lambda df, _id: df.write.format("delta").mode("append").save(f"{tmp}/o"))
             .start()
-        )  # fmt: skip
+        )
         q.awaitTermination()
         jvm = spark._jvm
         assert jvm is not None  # a classic (not Connect) session

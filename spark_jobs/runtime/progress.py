@@ -194,9 +194,13 @@ def idle_record(
 ) -> dict[str, Any]:
     """The line logged for an idle query: caught up, waiting for data."""
     return {
-        "event": IDLE, "name": name, "id": query_id, "runId": run_id, "timestamp": timestamp,
+        "event": IDLE,
+        "name": name,
+        "id": query_id,
+        "runId": run_id,
+        "timestamp": timestamp,
         "statekeeper": {"job": job, "logged_at": now},
-    }  # fmt: skip
+    }
 
 
 def heartbeat_record(
@@ -204,10 +208,13 @@ def heartbeat_record(
 ) -> dict[str, Any]:
     """The line logged while a batch runs: the driver is alive, the batch has run this long."""
     return {
-        "event": HEARTBEAT, "name": name, "id": query_id, "runId": run_id,
+        "event": HEARTBEAT,
+        "name": name,
+        "id": query_id,
+        "runId": run_id,
         "batch_running_seconds": round(running_seconds, 1),
         "statekeeper": {"job": job, "logged_at": now},
-    }  # fmt: skip
+    }
 
 
 def last_progress(checkpoint: str) -> dict[str, Any] | None:

@@ -59,10 +59,16 @@ def update(
         st.last = max(st.last, t)
         st.ips.add(ip)
         if st.count >= threshold:
-            alerts.append({
-                "user_id": user_id, "alert_time": t, "first_failure_time": st.first,
-                "failed_attempts": st.count, "distinct_ips": len(st.ips), "ips": sorted(st.ips),
-            })  # fmt: skip
+            alerts.append(
+                {
+                    "user_id": user_id,
+                    "alert_time": t,
+                    "first_failure_time": st.first,
+                    "failed_attempts": st.count,
+                    "distinct_ips": len(st.ips),
+                    "ips": sorted(st.ips),
+                }
+            )
             st = Failures()
     if not st.count:
         return alerts, None, None

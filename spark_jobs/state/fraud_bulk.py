@@ -129,10 +129,17 @@ def ordered_step(gap_ms: int, threshold: int) -> ordered.Step:
     ) -> tuple[list[dict], Bucket, int | None, set]:
         c = released.cols
         events: dict[str, list] = {
-            str(k): list(zip(c["t"][s].tolist(), c["eid"][s].tolist(), c["etype"][s].tolist(),
-                        c["ip"][s].tolist(), strict=True))
+            str(k): list(
+                zip(
+                    c["t"][s].tolist(),
+                    c["eid"][s].tolist(),
+                    c["etype"][s].tolist(),
+                    c["ip"][s].tolist(),
+                    strict=True,
+                )
+            )
             for k, s in released.by_key().items()
-        }  # fmt: skip
+        }
         expired = {u for u, (_, d) in bucket.users.items() if d < watermark_ms and u not in events}
         rows, new, _ = update_bucket(events, bucket, watermark_ms, gap_ms, threshold)
         # Released events can be older than the watermark by far: a run whose gap has already

@@ -29,8 +29,16 @@ class Session:
     checkout_viewed: bool = False
 
     def to_tuple(self) -> tuple:
-        return (self.start, self.end, self.events, self.page_views, self.total_duration,
-                list(self.pages or ()), self.purchased, self.checkout_viewed)  # fmt: skip
+        return (
+            self.start,
+            self.end,
+            self.events,
+            self.page_views,
+            self.total_duration,
+            list(self.pages or ()),
+            self.purchased,
+            self.checkout_viewed,
+        )
 
     @classmethod
     def from_tuple(cls, t: tuple) -> Session:
@@ -50,20 +58,29 @@ def _from_event(e: Event, max_pages: int) -> Session:
     t, eid, etype, page, dur = e
     pv = etype == PAGE_VIEW
     return Session(
-        start=t, end=t, events=1, page_views=int(pv), total_duration=int(dur or 0),
+        start=t,
+        end=t,
+        events=1,
+        page_views=int(pv),
+        total_duration=int(dur or 0),
         pages=[(t, eid, page)] if pv and page is not None and max_pages > 0 else [],
-        purchased=etype == PURCHASE, checkout_viewed=etype == CHECKOUT,
-    )  # fmt: skip
+        purchased=etype == PURCHASE,
+        checkout_viewed=etype == CHECKOUT,
+    )
 
 
 def _merge(a: Session, b: Session, max_pages: int) -> Session:
     pages = sorted((a.pages or []) + (b.pages or []))
     return Session(
-        start=min(a.start, b.start), end=max(a.end, b.end), events=a.events + b.events,
-        page_views=a.page_views + b.page_views, total_duration=a.total_duration + b.total_duration,
+        start=min(a.start, b.start),
+        end=max(a.end, b.end),
+        events=a.events + b.events,
+        page_views=a.page_views + b.page_views,
+        total_duration=a.total_duration + b.total_duration,
         pages=pages[-max_pages:] if max_pages > 0 else [],
-        purchased=a.purchased or b.purchased, checkout_viewed=a.checkout_viewed or b.checkout_viewed,
-    )  # fmt: skip
+        purchased=a.purchased or b.purchased,
+        checkout_viewed=a.checkout_viewed or b.checkout_viewed,
+    )
 
 
 def add_events(

@@ -77,10 +77,19 @@ class Sessions:
         np.cumsum(lens, out=off[1:])
         pidx = np.repeat(self.page_off[idx] - off[:-1], lens) + np.arange(off[-1], dtype=_I64)
         return Sessions(
-            self.key[idx], self.start[idx], self.end[idx], self.events[idx], self.page_views[idx],
-            self.duration[idx], self.purchased[idx], self.checkout[idx], off,
-            self.page_t[pidx], self.page_eid[pidx], self.page_page[pidx],
-        )  # fmt: skip
+            self.key[idx],
+            self.start[idx],
+            self.end[idx],
+            self.events[idx],
+            self.page_views[idx],
+            self.duration[idx],
+            self.purchased[idx],
+            self.checkout[idx],
+            off,
+            self.page_t[pidx],
+            self.page_eid[pidx],
+            self.page_page[pidx],
+        )
 
     @staticmethod
     def concat(a: Sessions, b: Sessions) -> Sessions:
@@ -223,9 +232,19 @@ def update_bucket(
         max_pages,
     )
     merged = Sessions(
-        key[order][heads], ss[heads], g_end, merged_events, merged_pv, merged_dur,
-        merged_pur, merged_chk, p_off, p_t, p_eid, p_page,
-    )  # fmt: skip
+        key[order][heads],
+        ss[heads],
+        g_end,
+        merged_events,
+        merged_pv,
+        merged_dur,
+        merged_pur,
+        merged_chk,
+        p_off,
+        p_t,
+        p_eid,
+        p_page,
+    )
     closing = g_end + gap_ms < watermark_ms
     still = Sessions.concat(kept, merged.take(~closing))
     return merged.take(closing), still, _timeout(still, gap_ms)

@@ -38,18 +38,33 @@ def _write_sessions(table: Path, ends: list[tuple[str, str]]) -> None:
     ts = pa.timestamp("us", tz="UTC")
     rows = [
         {
-            "user_id": u, "session_id": f"{u}-{end}", "session_start": _ts(end),
-            "session_end": _ts(end), "events": 2, "page_views": 1, "total_duration_sec": 5,
-            "last_pages": ["/"], "purchased": False, "checkout_viewed": False,
+            "user_id": u,
+            "session_id": f"{u}-{end}",
+            "session_start": _ts(end),
+            "session_end": _ts(end),
+            "events": 2,
+            "page_views": 1,
+            "total_duration_sec": 5,
+            "last_pages": ["/"],
+            "purchased": False,
+            "checkout_viewed": False,
         }
         for u, end in ends
-    ]  # fmt: skip
+    ]
     schema = pa.schema(
-        [("user_id", pa.string()), ("session_id", pa.string()), ("session_start", ts),
-         ("session_end", ts), ("events", pa.int64()), ("page_views", pa.int64()),
-         ("total_duration_sec", pa.int64()), ("last_pages", pa.list_(pa.string())),
-         ("purchased", pa.bool_()), ("checkout_viewed", pa.bool_())]
-    )  # fmt: skip
+        [
+            ("user_id", pa.string()),
+            ("session_id", pa.string()),
+            ("session_start", ts),
+            ("session_end", ts),
+            ("events", pa.int64()),
+            ("page_views", pa.int64()),
+            ("total_duration_sec", pa.int64()),
+            ("last_pages", pa.list_(pa.string())),
+            ("purchased", pa.bool_()),
+            ("checkout_viewed", pa.bool_()),
+        ]
+    )
     write_deltalake(str(table), pa.Table.from_pylist(rows, schema=schema), mode="append")
 
 
@@ -71,11 +86,15 @@ def _phase(home: Path, data: Path, runs: list[dict], log: Path) -> dict:
     with open(log, "a") as fh:
         proc = subprocess.run(
             [sys.executable, str(Path(__file__).with_name("partitioned_main.py"))],
-            input=json.dumps(job), stdout=fh,
+            input=json.dumps(job),
+            stdout=fh,
             # paused (the default for a new DAG), the consumer would queue no runs
             env=airflow_env(home, data, AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION="False"),
-            stderr=subprocess.STDOUT, text=True, timeout=600, cwd=str(ROOT),
-        )  # fmt: skip
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=600,
+            cwd=str(ROOT),
+        )
     lines = [ln for ln in log.read_text().splitlines() if ln.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, "\n".join(log.read_text().splitlines()[-60:])
     return json.loads(lines[-1][len("RESULT ") :])
@@ -119,7 +138,9 @@ def test_one_run_per_complete_hour_in_order_and_again_after_a_recompletion(
     # A run: sessions ending 10:10, 10:40, 11:20 and 12:10; its watermark reached 12:45, so
     # 10:00 (needs 11:30: hour end + the 30-minute gap) and 11:00 (needs 12:30) are complete,
     # 12:00 (needs 13:30) is not.
-    _write_sessions(Path(spec.output), [("u1", "10:10"), ("u2", "10:40"), ("u1", "11:20"), ("u3", "12:10")])  # fmt: skip
+    _write_sessions(
+        Path(spec.output), [("u1", "10:10"), ("u2", "10:40"), ("u1", "11:20"), ("u3", "12:10")]
+    )
     _batch(spec, 0, "", oldest="10:05")
     _batch(spec, 1, "12:45")
     first = _phase(own_airflow_home, data, [catch_up], log)
@@ -146,9 +167,13 @@ def test_one_run_per_complete_hour_in_order_and_again_after_a_recompletion(
     cp.append(spec.checkpoint, (h(10),), ledger=paths.RECOMPLETIONS_FILE, version=1)
     backfill = {
         "dag_id": "backfill",
-        "conf": {"job": "sessions", "input": str(data / "landing" / "clickstream"), "mode": "replace"},
+        "conf": {
+            "job": "sessions",
+            "input": str(data / "landing" / "clickstream"),
+            "mode": "replace",
+        },
         "mark_success": BACKFILL_MARKED,
-    }  # fmt: skip
+    }
     third = _phase(own_airflow_home, data, [backfill], log)
     tasks = third["runs"][0]["tasks"]
     assert tasks["emit_recompletions_sessions"] == "success", tasks

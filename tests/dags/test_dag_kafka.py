@@ -38,9 +38,12 @@ def test_catch_up_dag_reads_a_kafka_topic(airflow_home, tmp_path, kafka_broker, 
     monkeypatch.setenv("STATEKEEPER_SPECS", str(specs))  # the Airflow subprocess inherits it
 
     (run,) = run_dags(
-        airflow_home, [{"dag_id": f"catchup_{JOB}"}], tmp_path / "dag_runs.log", data=data,
+        airflow_home,
+        [{"dag_id": f"catchup_{JOB}"}],
+        tmp_path / "dag_runs.log",
+        data=data,
         timeout=1500,
-    )  # fmt: skip
+    )
 
     assert run["state"] == "success", run
     # emit_completeness is skipped when the run completed no event-time hour

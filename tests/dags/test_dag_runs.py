@@ -26,9 +26,13 @@ def _version(table: Path) -> int | None:
 def test_catch_up_writes_then_changes_nothing_and_bad_backfills_stop_early(airflow_home, tmp_path):
     data = tmp_path / "data"
     report = generate(
-        "clickstream", str(data / "landing" / "clickstream"), events=3000, keys=50, seed=3,
+        "clickstream",
+        str(data / "landing" / "clickstream"),
+        events=3000,
+        keys=50,
+        seed=3,
         bad_rate=0.02,
-    )  # fmt: skip
+    )
     table = data / "tables" / JOB
     log = tmp_path / "dag_runs.log"
     missing = data / "landing" / "no-such-folder"  # inside the landing root, just not there
@@ -82,13 +86,15 @@ def test_backfill_publishes_once_and_an_identical_one_changes_nothing(airflow_ho
     conf = {"job": JOB, "input": str(replay), "mode": "replace"}
     live, first, again = run_dags(
         airflow_home,
-        [{"dag_id": f"catchup_{JOB}", "conf": {"run_quality": False}},
-         {"dag_id": "backfill", "conf": conf},
-         {"dag_id": "backfill", "conf": conf}],
+        [
+            {"dag_id": f"catchup_{JOB}", "conf": {"run_quality": False}},
+            {"dag_id": "backfill", "conf": conf},
+            {"dag_id": "backfill", "conf": conf},
+        ],
         tmp_path / "backfill.log",
         data=data,
         timeout=1500,
-    )  # fmt: skip
+    )
     from spark_jobs.contract import delta
 
     assert live["state"] == "success", live

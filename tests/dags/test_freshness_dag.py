@@ -25,10 +25,15 @@ def _batch(data: Path, batch: int, watermark_age: float) -> None:
     now = time.time()
     iso = lambda t: datetime.fromtimestamp(t, UTC).isoformat().replace("+00:00", "Z")  # noqa: E731
     record = {
-        "id": "q", "runId": "r", "name": JOB, "batchId": batch, "timestamp": iso(now),
-        "numInputRows": 1, "eventTime": {"watermark": iso(now - watermark_age)},
+        "id": "q",
+        "runId": "r",
+        "name": JOB,
+        "batchId": batch,
+        "timestamp": iso(now),
+        "numInputRows": 1,
+        "eventTime": {"watermark": iso(now - watermark_age)},
         "statekeeper": {"job": JOB, "logged_at": now},
-    }  # fmt: skip
+    }
     ckpt = str(data / "checkpoints" / JOB)
     progress.append_line(progress.progress_path(ckpt), record)
 

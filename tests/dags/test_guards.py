@@ -113,10 +113,14 @@ def test_restart_budget_outlives_task_runs_and_ends_in_a_failed_task(data):
 
     def next_run() -> StreamingSupervisorOperator:  # each scheduled run: a new task, a new count
         return StreamingSupervisorOperator(
-            task_id="supervise", job="service_health", trigger="processing-time:5s",
-            overrides={"checkpoint": str(ckpt)}, restart_backoff=60, max_restarts=2,
+            task_id="supervise",
+            job="service_health",
+            trigger="processing-time:5s",
+            overrides={"checkpoint": str(ckpt)},
+            restart_backoff=60,
+            max_restarts=2,
             restart_window=3600,
-        )  # fmt: skip
+        )
 
     def died() -> dict:
         run = {"watch_until": time.time() + 600, "restarts": 0, "launched": [], "events": []}

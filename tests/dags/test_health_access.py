@@ -49,8 +49,12 @@ def ask(airflow_home, tmp_path_factory):
         proc = subprocess.run(
             [sys.executable, str(HERE / "health_access_main.py")],
             input=json.dumps({"requests": [list(r) for r in requests]}),
-            env=env, cwd=ROOT, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         return [tuple(x) for x in json.loads(proc.stdout.splitlines()[-1])]
 

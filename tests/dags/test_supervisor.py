@@ -20,9 +20,24 @@ pytestmark = pytest.mark.dags
 def test_supervisor_restarts_a_killed_driver_and_never_starts_a_second(airflow_home, tmp_path):
     landing = tmp_path / "landing" / "service-logs"
     subprocess.run(
-        [sys.executable, "-m", "spark_jobs", "generate", "service-logs", "--out", str(landing), "--events", "200", "--seed", "3"],
-        check=True, cwd=ROOT, capture_output=True, env=airflow_env(airflow_home),
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "spark_jobs",
+            "generate",
+            "service-logs",
+            "--out",
+            str(landing),
+            "--events",
+            "200",
+            "--seed",
+            "3",
+        ],
+        check=True,
+        cwd=ROOT,
+        capture_output=True,
+        env=airflow_env(airflow_home),
+    )
     ckpt = tmp_path / "checkpoints" / "service_health"  # under the roots of data=tmp_path
     conf = {
         "trigger": "processing-time:5s",
@@ -59,10 +74,27 @@ def test_supervisor_restarts_a_killed_driver_and_never_starts_a_second(airflow_h
         )
         # While it runs, a second writer on the same checkpoint is refused by the runner.
         direct = subprocess.run(
-            [sys.executable, "-m", "spark_jobs", "run", "service_health", "--trigger", "processing-time:5s",
-             "--input", str(landing), "--output", str(tmp_path / "tables" / "service_health"), "--checkpoint", str(ckpt)],
-            cwd=ROOT, capture_output=True, text=True, env=airflow_env(airflow_home, data=tmp_path), timeout=120,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "spark_jobs",
+                "run",
+                "service_health",
+                "--trigger",
+                "processing-time:5s",
+                "--input",
+                str(landing),
+                "--output",
+                str(tmp_path / "tables" / "service_health"),
+                "--checkpoint",
+                str(ckpt),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env=airflow_env(airflow_home, data=tmp_path),
+            timeout=120,
+        )
         assert direct.returncode == 3, direct.stderr
         assert "in use by" in direct.stderr
         runner.join(timeout=400)

@@ -47,8 +47,12 @@ def data_dir(tmp_path_factory) -> Path:
 def real_run(data_dir) -> Iterator[subprocess.Popen]:
     """A real short run of ``sessions`` (generate events, one available-now run), started before
     the api-server so both start up at once; the health test waits for it."""
-    env = {**os.environ, "STATEKEEPER_DATA": str(data_dir), "STATEKEEPER_HOME": str(ROOT),
-           "PYTHONPATH": f"{ROOT}:{ROOT / 'plugins'}"}  # fmt: skip
+    env = {
+        **os.environ,
+        "STATEKEEPER_DATA": str(data_dir),
+        "STATEKEEPER_HOME": str(ROOT),
+        "PYTHONPATH": f"{ROOT}:{ROOT / 'plugins'}",
+    }
     py = sys.executable
     script = (
         f"{py} -m spark_jobs generate clickstream --out {data_dir}/landing/clickstream "
@@ -57,9 +61,13 @@ def real_run(data_dir) -> Iterator[subprocess.Popen]:
     )
     with open(data_dir / "run.log", "w") as log:
         proc = subprocess.Popen(
-            ["sh", "-c", script], env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+            ["sh", "-c", script],
+            env=env,
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
-        )  # fmt: skip
+        )
     try:
         yield proc
     finally:
@@ -100,9 +108,16 @@ DAG_IDS: list[str] = []  # the DAGs `airflow dags reserialize` stored (filled by
 
 def _browser(p):
     assert Path(CHROMIUM).exists(), f"{CHROMIUM} is missing: run `make browser`"
-    args = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            "--no-first-run"]  # fmt: skip
+    args = [
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+    ]
     return p.chromium.launch(executable_path=CHROMIUM, args=args)
 
 
@@ -223,8 +238,13 @@ def test_streaming_health_page_and_api(api_server, data_dir, real_run):
     assert quarantined > 0  # the generator wrote bad lines
 
     # -- the API: 401 without a token on every kind of route, the log's numbers with one
-    for path in ("/statekeeper/", "/statekeeper/api/health", "/statekeeper/jobs/sessions",
-                 "/statekeeper/api/jobs/sessions/progress", "/statekeeper/static/health.css"):  # fmt: skip
+    for path in (
+        "/statekeeper/",
+        "/statekeeper/api/health",
+        "/statekeeper/jobs/sessions",
+        "/statekeeper/api/jobs/sessions/progress",
+        "/statekeeper/static/health.css",
+    ):
         assert _get(api_server + path)[0] == 401, path
     token = local_token(api_server, USER, PASSWORD)
     with JobLock(str(history), job=HISTORY_JOB):  # a live driver holds the continuous job
@@ -237,8 +257,14 @@ def test_streaming_health_page_and_api(api_server, data_dir, real_run):
         for job in sorted(set(JOBS) - set(facts)):
             assert rows[job]["status"] == "never_run" and rows[job]["last_batch_at"] is None
         for job, f in facts.items():
-            for key in ("last_batch_id", "state_keys", "state_memory_bytes", "batch_duration_ms",
-                        "input_rows_per_second", "processed_rows_per_second"):  # fmt: skip
+            for key in (
+                "last_batch_id",
+                "state_keys",
+                "state_memory_bytes",
+                "batch_duration_ms",
+                "input_rows_per_second",
+                "processed_rows_per_second",
+            ):
                 assert rows[job][key] == f[key], (job, key, rows[job][key], f[key])
         assert rows["sessions"]["quarantined_rows"] == quarantined
         status, body = _get(

@@ -21,9 +21,21 @@ def test_bench_smoke(tmp_path):
     env = {**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'plugins'}", "STATEKEEPER_HOME": str(ROOT)}
     done = subprocess.run(
         # the checkpoint and quality helpers have their own tests: skipped here to stay under 3 minutes
-        [sys.executable, "-m", "bench", "--smoke", "--skip-helpers", "--work", str(tmp_path / "bench")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200,  # a hang guard, not a speed test
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "--smoke",
+            "--skip-helpers",
+            "--work",
+            str(tmp_path / "bench"),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,  # a hang guard, not a speed test
+    )
     out = done.stdout
     assert done.returncode == 0, done.stderr[-2000:]
     assert "== summary" in out and "vs built-in" in out, out

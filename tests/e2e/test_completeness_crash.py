@@ -27,13 +27,19 @@ def land_hours(land: Path) -> None:
     land.mkdir(parents=True)
     for k in range(FILES):
         lines = [
-            json.dumps({
-                "event_id": f"e{k}-{u}-{m}", "user_id": f"u{u}", "event_type": "page_view",
-                "page": "/", "duration_sec": 1, "event_time": f"2026-03-15T{10 + k}:{m:02d}:00Z",
-            })
+            json.dumps(
+                {
+                    "event_id": f"e{k}-{u}-{m}",
+                    "user_id": f"u{u}",
+                    "event_type": "page_view",
+                    "page": "/",
+                    "duration_sec": 1,
+                    "event_time": f"2026-03-15T{10 + k}:{m:02d}:00Z",
+                }
+            )
             for u in range(3)
             for m in range(0, 21, 5)
-        ]  # fmt: skip
+        ]
         f = land / f"part{k:02d}.json"
         f.write_text("\n".join(lines) + "\n")
         os.utime(f, (1_700_000_000 + k, 1_700_000_000 + k))  # read in this order, one a batch

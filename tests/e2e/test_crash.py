@@ -34,10 +34,26 @@ def specs_copy(tmp: Path, partitions: int = 2) -> Path:
 
 
 def cli(job: str, tmp: Path, specs: Path, name: str, **extra_env: str) -> subprocess.Popen:
-    env = {**os.environ, "STATEKEEPER_SPECS": str(specs), "PYTHONPATH": str(ROOT),
-           "STATEKEEPER_CHECKPOINT_ROOTS": str(tmp), **extra_env}  # fmt: skip
-    args = [sys.executable, "-m", "spark_jobs", "run", job, "--input", str(tmp / "land"),
-            "--output", str(tmp / name / "out"), "--checkpoint", str(tmp / name / "ckpt")]  # fmt: skip
+    env = {
+        **os.environ,
+        "STATEKEEPER_SPECS": str(specs),
+        "PYTHONPATH": str(ROOT),
+        "STATEKEEPER_CHECKPOINT_ROOTS": str(tmp),
+        **extra_env,
+    }
+    args = [
+        sys.executable,
+        "-m",
+        "spark_jobs",
+        "run",
+        job,
+        "--input",
+        str(tmp / "land"),
+        "--output",
+        str(tmp / name / "out"),
+        "--checkpoint",
+        str(tmp / name / "ckpt"),
+    ]
     return subprocess.Popen(
         args,
         cwd=ROOT,

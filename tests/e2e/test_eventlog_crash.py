@@ -29,14 +29,36 @@ def cli(tmp: Path, **env: str) -> subprocess.Popen:
         raw = yaml.safe_load((ROOT / "include" / "jobs" / "sessions.yaml").read_text())
         raw.update(max_files_per_trigger=1, shuffle_partitions=2)
         (specs / "sessions.yaml").write_text(yaml.safe_dump(raw))
-    full = {**os.environ, "STATEKEEPER_SPECS": str(specs), "PYTHONPATH": str(ROOT),
-            "STATEKEEPER_CHECKPOINT_ROOTS": str(tmp), "STATEKEEPER_DATA": str(tmp / "data"), **env}  # fmt: skip
-    args = [sys.executable, "-m", "spark_jobs", "run", "sessions", "--input", str(tmp / "land"),
-            "--output", str(tmp / "out"), "--checkpoint", str(tmp / "ckpt")]  # fmt: skip
+    full = {
+        **os.environ,
+        "STATEKEEPER_SPECS": str(specs),
+        "PYTHONPATH": str(ROOT),
+        "STATEKEEPER_CHECKPOINT_ROOTS": str(tmp),
+        "STATEKEEPER_DATA": str(tmp / "data"),
+        **env,
+    }
+    args = [
+        sys.executable,
+        "-m",
+        "spark_jobs",
+        "run",
+        "sessions",
+        "--input",
+        str(tmp / "land"),
+        "--output",
+        str(tmp / "out"),
+        "--checkpoint",
+        str(tmp / "ckpt"),
+    ]
     return subprocess.Popen(
-        args, cwd=ROOT, env=full, start_new_session=True, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        args,
+        cwd=ROOT,
+        env=full,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def committed(tmp: Path) -> list[int]:

@@ -31,16 +31,39 @@ def test_a_driver_heartbeats_and_stops_gracefully_on_sigterm(tmp_path):
 
     land, ckpt = tmp_path / "land", tmp_path / "ckpt"
     generate("clickstream", str(land), 500, keys=20, seed=1)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), progress.HEARTBEAT_EVERY_ENV: "0.5",
-           "STATEKEEPER_CHECKPOINT_ROOTS": str(tmp_path)}  # fmt: skip
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        progress.HEARTBEAT_EVERY_ENV: "0.5",
+        "STATEKEEPER_CHECKPOINT_ROOTS": str(tmp_path),
+    }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "spark_jobs", "run", "windowed_counts", "--trigger", "processing-time:2s",
-         "--input", str(land), "--output", str(tmp_path / "out"), "--checkpoint", str(ckpt),
-         "--conf", "spark.sql.shuffle.partitions=2",
-         "--conf", "spark.sql.streaming.noDataMicroBatches.enabled=false"],
-        cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-m",
+            "spark_jobs",
+            "run",
+            "windowed_counts",
+            "--trigger",
+            "processing-time:2s",
+            "--input",
+            str(land),
+            "--output",
+            str(tmp_path / "out"),
+            "--checkpoint",
+            str(ckpt),
+            "--conf",
+            "spark.sql.shuffle.partitions=2",
+            "--conf",
+            "spark.sql.streaming.noDataMicroBatches.enabled=false",
+        ],
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-    )  # fmt: skip
+    )
     try:
         deadline = time.time() + 400  # a loaded machine is slow to start a JVM
         while not _batches(ckpt, "windowed_counts"):

@@ -45,9 +45,13 @@ def rows(spark: Any, uri: str, order: list[str]) -> list[tuple]:
 def _cli(data: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "STATEKEEPER_DATA": str(data), "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, "-m", "spark_jobs", "kafka", *args], cwd=ROOT, env=env,
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [sys.executable, "-m", "spark_jobs", "kafka", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_kafka_up_is_a_no_op_when_running_and_status_and_down_check_identity(kafka_local, tmp_path):
@@ -74,9 +78,10 @@ def _spec(job: str, uri: str, tmp: Path, name: str, **changes: Any):
     """The job's spec reading ``uri``, as a spec naming that topic would (a run-time --input may
     not name a cluster the spec does not)."""
     spec = load_spec(job).with_overrides(
-        output=str(tmp / name / "out"), checkpoint=str(tmp / name / "ckpt"),
+        output=str(tmp / name / "out"),
+        checkpoint=str(tmp / name / "ckpt"),
         trigger="available-now",
-    )  # fmt: skip
+    )
     return replace(spec, **{"inputs": {spec.kinds[0]: uri}, "shuffle_partitions": 2, **changes})
 
 
@@ -95,10 +100,16 @@ def _send(uri: str, placed: list[tuple[int, str]]) -> None:
 
 
 def _click(user: str, minute: float, eid: str) -> str:
-    return json.dumps({
-        "event_id": eid, "user_id": user, "event_type": "page_view", "page": "/",
-        "duration_sec": 5, "event_time": at(minute),
-    })  # fmt: skip
+    return json.dumps(
+        {
+            "event_id": eid,
+            "user_id": user,
+            "event_type": "page_view",
+            "page": "/",
+            "duration_sec": 5,
+            "event_time": at(minute),
+        }
+    )
 
 
 @pytest.fixture(scope="module")
@@ -107,11 +118,13 @@ def bad_values_run(spark, kafka_broker, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("kafka_quarantine")
     uri = f"kafka://{kafka_broker}/clicks-q"
     placed = [
-        (0, _click("u1", 0, "e1")), (1, _click("u1", 5, "e2")), (2, _click("u2", 1, "e3")),
+        (0, _click("u1", 0, "e1")),
+        (1, _click("u1", 5, "e2")),
+        (2, _click("u2", 1, "e3")),
         (1, '{"event_id": "e4", "user_id": "u1", '),  # cut off: not JSON
         (2, json.dumps({"event_id": "e5", "user_id": "u2", "event_time": at(3)})),  # no type
         (0, _click("u3", 200, "e6")),  # moves the watermark past both sessions
-    ]  # fmt: skip
+    ]
     _send(uri, placed)
     spec = _spec("sessions", uri, tmp, "run", max_offsets_per_trigger=2)
     summary = run_job(spec, spark=spark)
@@ -211,8 +224,9 @@ def test_aborted_transactions_never_reach_the_tables(spark, kafka_broker, tmp_pa
 
     uri = f"kafka://{kafka_broker}/clicks-txn"
     ensure_topic(parse(uri), 3)
-    p = Producer({"bootstrap.servers": kafka_broker, "transactional.id": "statekeeper-test",
-                  "log_level": 0})  # fmt: skip
+    p = Producer(
+        {"bootstrap.servers": kafka_broker, "transactional.id": "statekeeper-test", "log_level": 0}
+    )
     p.init_transactions(30)
     for txn, ids in (("commit", ["c1", "c2"]), ("abort", ["a1", "a2", "a3"]), ("commit", ["c3"])):
         p.begin_transaction()
@@ -248,14 +262,31 @@ def test_kill_9_mid_run_then_rerun_equals_uninterrupted_on_3_partitions(
     raw["inputs"] = {"clickstream": uri}  # a spec names its cluster; --input may not
     (specs / "sessions.yaml").write_text(yaml.safe_dump(raw))
     ckpt = tmp_path / "crashed" / "ckpt"
-    env = {**os.environ, "STATEKEEPER_SPECS": str(specs), "PYTHONPATH": str(ROOT),
-           "STATEKEEPER_CHECKPOINT_ROOTS": str(tmp_path)}  # fmt: skip
+    env = {
+        **os.environ,
+        "STATEKEEPER_SPECS": str(specs),
+        "PYTHONPATH": str(ROOT),
+        "STATEKEEPER_CHECKPOINT_ROOTS": str(tmp_path),
+    }
     victim = subprocess.Popen(
-        [sys.executable, "-m", "spark_jobs", "run", "sessions",
-         "--output", str(tmp_path / "crashed" / "out"), "--checkpoint", str(ckpt)],
-        cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "spark_jobs",
+            "run",
+            "sessions",
+            "--output",
+            str(tmp_path / "crashed" / "out"),
+            "--checkpoint",
+            str(ckpt),
+        ],
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.time() + 900  # a loaded CI machine: the first batch can take minutes
     while _committed(ckpt) < 1 and victim.poll() is None and time.time() < deadline:
         time.sleep(0.2)

@@ -25,9 +25,14 @@ from spark_jobs.contract.spec import load_spec
 from spark_jobs.generate import generate
 
 JOBS = (
-    "sessions", "fraud_alerts", "service_health", "user_counts", "windowed_counts",
-    "dedup_events", "order_payments",
-)  # fmt: skip
+    "sessions",
+    "fraud_alerts",
+    "service_health",
+    "user_counts",
+    "windowed_counts",
+    "dedup_events",
+    "order_payments",
+)
 SIZE = {"clickstream": (900, 25), "auth": (900, 25), "service-logs": (400, 6), "orders": (250, 25)}
 FLUSH_AHEAD = timedelta(hours=6)  # past every gap, window, timeout and join bound plus delay
 LATE_BEHIND = timedelta(days=2)

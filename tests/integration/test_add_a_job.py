@@ -105,13 +105,17 @@ def test_a_new_job_in_three_files_runs_through_the_runner(spark, tmp_path, monke
     monkeypatch.setenv(EXTRA_MODULES_ENV, "big_purchases_job")
     monkeypatch.setenv("STATEKEEPER_SPECS", str(specs))
 
-    write_lines(land, "a.json", [
-        click("p1", "u1", 0, "purchase", 45),
-        click("p2", "u2", 1, "purchase", 5),      # too short for the spec's 20 seconds
-        click("v1", "u1", 2, "page_view", 90),    # not a purchase
-        click("p3", "u3", 3, "purchase", 20),
-        "not json",                               # quarantined, as for any job
-    ])  # fmt: skip
+    write_lines(
+        land,
+        "a.json",
+        [
+            click("p1", "u1", 0, "purchase", 45),
+            click("p2", "u2", 1, "purchase", 5),  # too short for the spec's 20 seconds
+            click("v1", "u1", 2, "page_view", 90),  # not a purchase
+            click("p3", "u3", 3, "purchase", 20),
+            "not json",  # quarantined, as for any job
+        ],
+    )
     spec = load_spec("big_purchases")
     summary = run_job(spec, spark=spark)
 

@@ -55,9 +55,12 @@ def _kill_mid_run(plan: list[tuple[str, Path]], plan_file: Path) -> dict[str, in
     env = {**os.environ, "PYTHONPATH": f"{HERE}:{ROOT}"}
     child = subprocess.Popen(
         [sys.executable, "-m", "invariance", str(plan_file)],
-        cwd=HERE, env=env, start_new_session=True,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        cwd=HERE,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 600
     try:
         while time.time() < deadline and child.poll() is None:
@@ -114,8 +117,14 @@ def outcome(spark, tmp_path_factory):
     staged = {j: rows(spark, str(land["bf", j].root / "out")) for j in JOBS}
     for j in JOBS:
         if refusal(j, "replace") is None:
-            publish_rows(spark, j, str(land["bf", j].root / "out"), str(land["b", j].root / "out"),
-                         "replace", f"invariance-{j}")  # fmt: skip
+            publish_rows(
+                spark,
+                j,
+                str(land["bf", j].root / "out"),
+                str(land["b", j].root / "out"),
+                "replace",
+                f"invariance-{j}",
+            )
     # (c) cut differently; the second arrival's run is killed mid-run, then run again
     c = {j: cut(data[j][0], 6, data[j][3] / 2, rng) for j in JOBS}
     step("c", {j: c[j][0:2] for j in JOBS}, 1)
@@ -141,9 +150,12 @@ def outcome(spark, tmp_path_factory):
     }
     roots = {key: landing.root for key, landing in land.items()}
     return {
-        "tables": tables, "data": data, "killed_at": killed_at, "backfill": backfill,
+        "tables": tables,
+        "data": data,
+        "killed_at": killed_at,
+        "backfill": backfill,
         "roots": roots,
-    }  # fmt: skip
+    }
 
 
 @pytest.mark.parametrize("job", JOBS)
@@ -259,12 +271,20 @@ def test_sessions_equal_the_rule_over_admitted_events(outcome):
             start = _ms(r[0])
             pv = [e for e in r if e["event_type"] == "page_view"]
             pages = sorted((_ms(e), e["event_id"], e["page"]) for e in pv if e["page"] is not None)
-            expected.append((
-                user, hashlib.sha1(f"{user}|{start}".encode()).hexdigest()[:20], start,
-                _ms(r[-1]), len(r), len(pv), sum(e.get("duration_sec") or 0 for e in r),
-                [p for _, _, p in pages[-10:]], any(e["event_type"] == "purchase" for e in r),
-                any(e["event_type"] == "checkout" for e in r),
-            ))  # fmt: skip
+            expected.append(
+                (
+                    user,
+                    hashlib.sha1(f"{user}|{start}".encode()).hexdigest()[:20],
+                    start,
+                    _ms(r[-1]),
+                    len(r),
+                    len(pv),
+                    sum(e.get("duration_sec") or 0 for e in r),
+                    [p for _, _, p in pages[-10:]],
+                    any(e["event_type"] == "purchase" for e in r),
+                    any(e["event_type"] == "checkout" for e in r),
+                )
+            )
     got = [
         (r[0], r[1], _utc_ms(r[2]), _utc_ms(r[3]), r[4], r[5], r[6], list(r[7]), r[8], r[9])
         for r in outcome["tables"]["a", "sessions"][0]

@@ -47,11 +47,18 @@ def write_part(land: Path, part: int, files: int = 2) -> None:
         lines = []
         for i in range(12):
             minute = part * 60 + f * 25 + i * 2
-            lines.append(json.dumps({
-                "event_id": f"e{part}-{f}-{i}", "user_id": f"u{i % 3}", "event_type": TYPES[i % 3],
-                "page": "/p", "duration_sec": 1,
-                "event_time": f"2026-03-15T{10 + minute // 60:02d}:{minute % 60:02d}:00Z",
-            }))  # fmt: skip
+            lines.append(
+                json.dumps(
+                    {
+                        "event_id": f"e{part}-{f}-{i}",
+                        "user_id": f"u{i % 3}",
+                        "event_type": TYPES[i % 3],
+                        "page": "/p",
+                        "duration_sec": 1,
+                        "event_time": f"2026-03-15T{10 + minute // 60:02d}:{minute % 60:02d}:00Z",
+                    }
+                )
+            )
         (land / f"part{part:02d}-{f}.json").write_text("\n".join(lines) + "\n")
 
 
@@ -80,9 +87,20 @@ def run_fresh(spec) -> None:
     be read from the files: a JVM that ran the old lineage may still hold its state stores (seen
     with RocksDB: the restored run then wrote no changelogs and failed two batches later)."""
     cmd = [
-        sys.executable, "-m", "spark_jobs", "run", spec.name, "--input", spec.input,
-        "--output", spec.output, "--checkpoint", spec.checkpoint, "--trigger", "available-now",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "spark_jobs",
+        "run",
+        spec.name,
+        "--input",
+        spec.input,
+        "--output",
+        spec.output,
+        "--checkpoint",
+        spec.checkpoint,
+        "--trigger",
+        "available-now",
+    ]
     env = {**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'plugins'}"}
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -320,9 +338,10 @@ def test_rollback_equals_uninterrupted_run(spark, tmp_path):
     target = Target(checkpoint=str(ck), snapshot_root=str(tmp_path / "snaps"), job=spec.name)
     lay = read_layout(str(ck))
     n = next(
-        b for b in range(lay.last_committed - 2, -1, -1)
+        b
+        for b in range(lay.last_committed - 2, -1, -1)
         if delta.txn_log(spec.output).version_of_batch((lay.query_id,), b) is not None
-    )  # fmt: skip
+    )
 
     with pytest.raises(UserError, match="not a committed batch"):
         rollback(target, to_batch=lay.last_committed + 5, output=spec.output)

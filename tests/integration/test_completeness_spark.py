@@ -15,9 +15,13 @@ pytestmark = pytest.mark.integration
 
 def _click(user: str, minutes: float, n: int) -> dict:
     return {
-        "event_id": f"{user}-{n}", "user_id": user, "event_type": "page_view", "page": "/",
-        "duration_sec": 1, "event_time": at(minutes),
-    }  # fmt: skip
+        "event_id": f"{user}-{n}",
+        "user_id": user,
+        "event_type": "page_view",
+        "page": "/",
+        "duration_sec": 1,
+        "event_time": at(minutes),
+    }
 
 
 def _per_hour(spark, table: str, keys: list[str]) -> dict[str, list[str]]:
@@ -34,13 +38,18 @@ def test_an_hour_is_announced_only_once_every_session_ending_in_it_is_written(sp
     land = tmp_path / "land" / "clickstream"
     files = [
         # minutes after 12:00: a ends 10:05; b ends 11:10 for now; c 11:50 (closes at 12:20)
-        [_click("a", -120, 1), _click("a", -115, 2), _click("b", -70, 1), _click("b", -50, 2),
-         _click("c", -10, 1)],
+        [
+            _click("a", -120, 1),
+            _click("a", -115, 2),
+            _click("b", -70, 1),
+            _click("b", -50, 2),
+            _click("c", -10, 1),
+        ],
         # b comes back at 11:35 (its session now ends there); e at 12:25 moves the watermark to 12:15: not yet past 11:50 + the gap
         [_click("b", -25, 3), _click("e", 25, 1)],
         # f at 20:00: every earlier session closes
         [_click("f", 480, 1)],
-    ]  # fmt: skip
+    ]
     seen: dict[str, list[str]] = {}  # each hour's sessions when it was first announced
     for i, lines in enumerate(files):
         write_lines(land, f"{i}.jsonl", lines)

@@ -22,14 +22,18 @@ def click(eid, user, minute, etype="page_view", page="/p", dur=10):
 
 def test_sessions(spark, tmp_path):
     land = tmp_path / "land" / "clickstream"
-    write_lines(land, "a.json", [
-        click("a1", "u1", 20, "purchase", None, 5),
-        click("a2", "u1", 0, "page_view", "/home", 10),  # out of order within the batch
-        click("a3", "u1", 10, "checkout", "/checkout", None),
-        click("a4", "u1", 80, "page_view", "/again", 1),  # 60 min after a1: a new session
-        click("b1", "u2", 5, "page_view", "/x", 2),
-        click("z1", "u3", 200, "page_view", "/late", 1),  # moves the watermark to 190
-    ])  # fmt: skip
+    write_lines(
+        land,
+        "a.json",
+        [
+            click("a1", "u1", 20, "purchase", None, 5),
+            click("a2", "u1", 0, "page_view", "/home", 10),  # out of order within the batch
+            click("a3", "u1", 10, "checkout", "/checkout", None),
+            click("a4", "u1", 80, "page_view", "/again", 1),  # 60 min after a1: a new session
+            click("b1", "u2", 5, "page_view", "/x", 2),
+            click("z1", "u3", 200, "page_view", "/late", 1),  # moves the watermark to 190
+        ],
+    )
     summary = run_job(job_spec("sessions", tmp_path), spark=spark)
     got = rows(spark, str(tmp_path / "out"), ["user_id", "session_start"])
     from spark_jobs.state.sessions import session_id
@@ -57,12 +61,21 @@ def test_fraud_alerts(spark, tmp_path):
             "event_time": at(minute),
         }
 
-    write_lines(tmp_path / "land" / "auth", "a.json", [
-        *[auth(f"a{i}", "u1", i, ip=f"10.0.0.{i % 3}") for i in range(6)],   # 5th failure at minute 4
-        *[auth(f"b{i}", "u2", i) for i in range(4)], auth("b9", "u2", 4, "LOGIN_SUCCESS"), auth("b10", "u2", 5),
-        *[auth(f"c{i}", "u3", i) for i in range(4)], auth("c9", "u3", 15),   # gap 11 min: reset
-        auth("z", "u9", 100, "LOGIN_SUCCESS"),
-    ])  # fmt: skip
+    write_lines(
+        tmp_path / "land" / "auth",
+        "a.json",
+        [
+            *[
+                auth(f"a{i}", "u1", i, ip=f"10.0.0.{i % 3}") for i in range(6)
+            ],  # 5th failure at minute 4
+            *[auth(f"b{i}", "u2", i) for i in range(4)],
+            auth("b9", "u2", 4, "LOGIN_SUCCESS"),
+            auth("b10", "u2", 5),
+            *[auth(f"c{i}", "u3", i) for i in range(4)],
+            auth("c9", "u3", 15),  # gap 11 min: reset
+            auth("z", "u9", 100, "LOGIN_SUCCESS"),
+        ],
+    )
     run_job(job_spec("fraud_alerts", tmp_path), spark=spark)
     assert rows(spark, str(tmp_path / "out")) == [
         ("u1", ts(4), ts(0), 5, 3, ["10.0.0.0", "10.0.0.1", "10.0.0.2"])
@@ -81,11 +94,19 @@ def test_service_health_event_time_with_initial_state(spark, tmp_path):
     def log(svc, minute):
         return {"service": svc, "level": "INFO", "message": "m", "event_time": at(minute)}
 
-    write_lines(tmp_path / "land" / "service-logs", "a.json", [
-        log("svc-a", 0), log("svc-a", 2), log("svc-a", 12), log("svc-a", 13),  # silent 2..12
-        log("svc-b", 1),                                                         # known stale: ok
-        log("svc-c", 0), log("svc-c", 30),
-    ])  # fmt: skip
+    write_lines(
+        tmp_path / "land" / "service-logs",
+        "a.json",
+        [
+            log("svc-a", 0),
+            log("svc-a", 2),
+            log("svc-a", 12),
+            log("svc-a", 13),  # silent 2..12
+            log("svc-b", 1),  # known stale: ok
+            log("svc-c", 0),
+            log("svc-c", 30),
+        ],
+    )
     spec = job_spec("service_health", tmp_path)
     spec = replace(spec, params={**spec.params, "initial_state": str(known)})
     run_job(spec, spark=spark)
@@ -119,10 +140,17 @@ def test_user_counts_upsert_one_row_per_user(spark, tmp_path):
 
 
 def test_windowed_counts(spark, tmp_path):
-    write_lines(tmp_path / "land" / "clickstream", "a.json", [
-        click("1", "u1", 0), click("2", "u2", 59, "click"), click("3", "u1", 30), click("4", "u1", 61),
-        click("5", "u1", 200),  # watermark 190: closes 12:00-13:00 and 13:00-14:00
-    ])  # fmt: skip
+    write_lines(
+        tmp_path / "land" / "clickstream",
+        "a.json",
+        [
+            click("1", "u1", 0),
+            click("2", "u2", 59, "click"),
+            click("3", "u1", 30),
+            click("4", "u1", 61),
+            click("5", "u1", 200),  # watermark 190: closes 12:00-13:00 and 13:00-14:00
+        ],
+    )
     run_job(job_spec("windowed_counts", tmp_path), spark=spark)
     assert rows(spark, str(tmp_path / "out")) == [
         (ts(0), ts(60), "click", 1),

@@ -20,10 +20,16 @@ DAY = 86400
 
 def _events(prefix: str, minutes: range) -> list[dict]:
     return [
-        {"event_id": f"{prefix}{m}", "user_id": "u1", "event_type": "page_view", "page": "/a",
-         "duration_sec": 1, "event_time": at(m)}
+        {
+            "event_id": f"{prefix}{m}",
+            "user_id": "u1",
+            "event_type": "page_view",
+            "page": "/a",
+            "duration_sec": 1,
+            "event_time": at(m),
+        }
         for m in minutes
-    ]  # fmt: skip
+    ]
 
 
 def test_files_with_an_old_modification_time_are_read_by_the_next_run(spark, tmp_path):

@@ -16,8 +16,14 @@ from spark_jobs.runtime import progress
 
 pytestmark = pytest.mark.integration
 
-GOOD = {"event_id": "e0", "user_id": "u1", "event_type": "page_view", "page": "/a",
-        "duration_sec": 3, "event_time": at(0)}  # fmt: skip
+GOOD = {
+    "event_id": "e0",
+    "user_id": "u1",
+    "event_type": "page_view",
+    "page": "/a",
+    "duration_sec": 3,
+    "event_time": at(0),
+}
 
 
 DURATION = '"duration_sec": 3'
@@ -113,10 +119,15 @@ def test_amounts_that_do_not_fit_their_decimal_are_quarantined_not_fatal(spark, 
         )
 
     orders = [
-        (no_fit, "1e20"), (no_fit, "-1e20"), (no_fit, "1e400"), (no_fit, "9223372036854775808"),
-        (no_fit, "1e16"), ("field amount must be a number, got string", '"NaN"'),
-        ("field amount must be a number, got string", '"Infinity"'), ("malformed JSON", "NaN"),
-    ]  # fmt: skip
+        (no_fit, "1e20"),
+        (no_fit, "-1e20"),
+        (no_fit, "1e400"),
+        (no_fit, "9223372036854775808"),
+        (no_fit, "1e16"),
+        ("field amount must be a number, got string", '"NaN"'),
+        ("field amount must be a number, got string", '"Infinity"'),
+        ("malformed JSON", "NaN"),
+    ]
     write_lines(
         tmp_path / "land" / "orders",
         "a.json",
@@ -200,9 +211,14 @@ def test_each_source_is_scanned_and_parsed_once_per_batch(spark, tmp_path):
             (q,) = [q for q in spark.streams.active if q.name == "plan_probe"]
             plans.append(q._jsq.explainInternal(False))
 
-    q = (build_stream(spark, spec).writeStream.queryName("plan_probe")
-         .option("checkpointLocation", str(tmp_path / "probe")).trigger(availableNow=True)
-         .foreachBatch(first_batch).start())  # fmt: skip
+    q = (
+        build_stream(spark, spec)
+        .writeStream.queryName("plan_probe")
+        .option("checkpointLocation", str(tmp_path / "probe"))
+        .trigger(availableNow=True)
+        .foreachBatch(first_batch)
+        .start()
+    )
     q.awaitTermination()
     assert plans[0].count("FileScan text") == len(spec.kinds), plans[0]
     assert plans[0].count("ReusedExchange") == len(spec.kinds), plans[0]
@@ -233,8 +249,12 @@ def test_batch_writer_splits_rows_and_hands_key_metrics_to_the_progress_log(spar
         ("bad line", "malformed JSON")
     ]
     assert progress.pop_keys("job", 0) == {
-        "total": 17, "updated": 3, "removed": 1, "expired": 1, "emitted": 2
-    }  # fmt: skip
+        "total": 17,
+        "updated": 3,
+        "removed": 1,
+        "expired": 1,
+        "emitted": 2,
+    }
 
 
 def test_batch_writer_rebuilds_the_exactly_once_check_off_the_write(spark, tmp_path):

@@ -73,9 +73,17 @@ def version(spark: Any, uri: str) -> int:
 
 @pytest.mark.parametrize("job", [j for j in JOBS if j in SCOPE])
 def test_replace_swaps_only_the_covered_entities_rows_in_the_staged_range(spark, tmp_path, job):
-    live = table(spark, tmp_path / "live", job, [
-        row(job, "A", 10, 1), row(job, "A", 20, 2), row(job, "A", 100, 3), row(job, "B", 20, 4),
-    ])  # fmt: skip
+    live = table(
+        spark,
+        tmp_path / "live",
+        job,
+        [
+            row(job, "A", 10, 1),
+            row(job, "A", 20, 2),
+            row(job, "A", 100, 3),
+            row(job, "B", 20, 4),
+        ],
+    )
     staged = table(
         spark, tmp_path / "staged", job, [row(job, "A", 10, 1, v=1), row(job, "A", 30, 5)]
     )
@@ -180,9 +188,15 @@ def test_user_counts_backfilled_events_stay_counted_after_later_live_runs(spark,
     spec = job_spec("user_counts", tmp_path)
     run_job(spec, spark=spark)
     # A backfill of events the live runs never saw: u1 had 3 more (1 purchase), u2 had 1.
-    staged = table(spark, tmp_path / "staged", "user_counts", [
-        ("u1", 3, 1, ts(-100)), ("u2", 1, 0, ts(-90)),
-    ])  # fmt: skip
+    staged = table(
+        spark,
+        tmp_path / "staged",
+        "user_counts",
+        [
+            ("u1", 3, 1, ts(-100)),
+            ("u2", 1, 0, ts(-90)),
+        ],
+    )
     assert publish_rows(spark, "user_counts", staged, spec.output, "append", "k1")["published"]
     write_lines(land, "b.json", [click("3", "u1", 9)])
     run_job(spec, spark=spark)  # u1's next live update must not drop the backfilled events

@@ -93,22 +93,34 @@ def clean_row(job: str, i: int) -> dict:
             payment_amount=Decimal("12.50"),
             matched=True,
         )
-    raise KeyError(job)  # fmt: skip
+    raise KeyError(job)
 
 
 # job -> (defective rows for version 1, the findings expected: {check label: status}).
 DEFECTS = {
     "sessions": (
-        [dict(session_id="s3"), dict(session_id=None), dict(session_end=minutes(-10)),
-         dict(page_views=9), dict(total_duration_sec=-5)],
-        {"keys: session_id unique": "fail", "keys: session_id not null": "fail",
-         "session_end >= session_start": "fail", "page_views <= events": "fail",
-         "total_duration_sec >= 0": "warn"},
+        [
+            dict(session_id="s3"),
+            dict(session_id=None),
+            dict(session_end=minutes(-10)),
+            dict(page_views=9),
+            dict(total_duration_sec=-5),
+        ],
+        {
+            "keys: session_id unique": "fail",
+            "keys: session_id not null": "fail",
+            "session_end >= session_start": "fail",
+            "page_views <= events": "fail",
+            "total_duration_sec >= 0": "warn",
+        },
     ),
     "fraud_alerts": (
         [dict(failed_attempts=4), dict(user_id=None), dict(distinct_ips=0)],
-        {"failed_attempts == threshold": "fail", "keys: user_id not null": "fail",
-         "1 <= distinct_ips <= threshold": "fail"},
+        {
+            "failed_attempts == threshold": "fail",
+            "keys: user_id not null": "fail",
+            "1 <= distinct_ips <= threshold": "fail",
+        },
     ),
     "service_health": (
         [dict(status="down"), dict(alert_time=minutes(-30))],
@@ -128,9 +140,13 @@ DEFECTS = {
     ),
     "order_payments": (
         [dict(payment_time=minutes(-60)), dict(amount=Decimal("-3.00")), dict(order_id="o0")],
-        {"payment_time >= order_time": "fail", "amount >= 0": "warn", "keys: order_id unique": "fail"},
+        {
+            "payment_time >= order_time": "fail",
+            "amount >= 0": "warn",
+            "keys: order_id unique": "fail",
+        },
     ),
-}  # fmt: skip
+}
 
 
 def write(spark, job: str, uri: Path, rows: list[dict], mode: str = "append") -> None:
@@ -154,8 +170,11 @@ def log_progress(checkpoint: Path, read: int, watermark: datetime) -> None:
     """One progress record, as the job's listener appends it to ``_statekeeper/progress.jsonl``."""
     path = checkpoint / "_statekeeper" / "progress.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
-    rec = {"numInputRows": read, "eventTime": {"watermark": watermark.strftime("%Y-%m-%dT%H:%M:%S.000Z")},
-           "statekeeper": {"job": "test", "logged_at": time.time()}}  # fmt: skip
+    rec = {
+        "numInputRows": read,
+        "eventTime": {"watermark": watermark.strftime("%Y-%m-%dT%H:%M:%S.000Z")},
+        "statekeeper": {"job": "test", "logged_at": time.time()},
+    }
     with open(path, "a") as fh:
         fh.write(json.dumps(rec) + "\n")
     time.sleep(0.01)
@@ -216,8 +235,12 @@ def test_incremental_reads_only_new_versions_and_full_rereads_all(spark, tmp_pat
     # The old defect is not read again: the batch is version 1's 7 rows.
     assert findings(inc) == {} and inc.exit_code == 0
     assert inc.batches[0] | {"uri": None} == {
-        "suite": "sessions", "uri": None, "versions": "1..1", "mode": "incremental", "rows": 7
-    }  # fmt: skip
+        "suite": "sessions",
+        "uri": None,
+        "versions": "1..1",
+        "mode": "incremental",
+        "rows": 7,
+    }
 
     up_to_date = run_quality(spec, spark=spark)
     assert up_to_date.rows == [] and up_to_date.status == "up to date"
@@ -266,10 +289,30 @@ def test_stale_data_volume_spike_and_quarantine_spike(spark, tmp_path):
     log_progress(ck, read=100, watermark=minutes(240))
     assert findings(run_quality(spec, spark=spark)) == {}
     # Trailing runs that added 4 rows each (as earlier incremental runs would have recorded).
-    past = [results.ResultRow(f"old{i}", datetime(2026, 1, 1, i), job, str(out), "windowed_counts",
-                              0, 0, "incremental", "volume: new rows vs trailing runs",
-                              "expect_table_row_count_to_be_between", None, "warn", True, "pass",
-                              "4", None, None, 4, "") for i in range(3)]  # fmt: skip
+    past = [
+        results.ResultRow(
+            f"old{i}",
+            datetime(2026, 1, 1, i),
+            job,
+            str(out),
+            "windowed_counts",
+            0,
+            0,
+            "incremental",
+            "volume: new rows vs trailing runs",
+            "expect_table_row_count_to_be_between",
+            None,
+            "warn",
+            True,
+            "pass",
+            "4",
+            None,
+            None,
+            4,
+            "",
+        )
+        for i in range(3)
+    ]
     results.append(str(out), past)
 
     write(spark, job, out, [clean_row(job, i) for i in range(10, 40)])  # 30 rows: 7.5x the median

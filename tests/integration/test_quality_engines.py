@@ -94,8 +94,12 @@ def test_engines_agree_on_an_append_table_with_an_array_column(spark, tmp_path):
 
     rows, expected = DEFECTS[job]
     for engine in ("pandas", "spark"):
-        write(spark, job, tmp_path / engine / job,
-              [{**clean_row(job, 20 + i), **d} for i, d in enumerate(rows)])  # fmt: skip
+        write(
+            spark,
+            job,
+            tmp_path / engine / job,
+            [{**clean_row(job, 20 + i), **d} for i, d in enumerate(rows)],
+        )
     pandas_inc, spark_inc = both(tmp_path, job)
     assert pandas_inc == spark_inc
     assert {c: s for c, s, _, _ in pandas_inc[3] if s != "pass"}.items() >= expected.items()

@@ -90,11 +90,17 @@ def again(job: str, n: int, own: list[str], before: list[str]) -> list[str]:
         if 2 <= (n if side == "before" else n - 1) <= 3:
             last = max(_time(ln) for ln in lines)
             out += [
-                json.dumps({"event_id": f"span-{n}-{side}-{i}", "user_id": "u-span",
-                            "event_type": "LOGIN_FAILED", "ip": "10.0.0.1",
-                            "event_time": iso(last + timedelta(seconds=s))})
+                json.dumps(
+                    {
+                        "event_id": f"span-{n}-{side}-{i}",
+                        "user_id": "u-span",
+                        "event_type": "LOGIN_FAILED",
+                        "ip": "10.0.0.1",
+                        "event_time": iso(last + timedelta(seconds=s)),
+                    }
+                )
                 for i, s in enumerate(offsets)
-            ]  # fmt: skip
+            ]
     return out
 
 
@@ -214,8 +220,10 @@ def crossed(t: Trip, k: int, final: list[dict]) -> list[dict]:
     """Rows whose state was carried across rescale ``k`` (0: 4 -> 8, 1: 8 -> 2)."""
     before, after = t.lines[: k + 2], t.lines[k + 2 :]
     if t.job == "dedup_events":  # an event landed on both sides and was written once
-        ids = [{json.loads(ln).get("event_id") for a in side for ln in a if event_time(ln)}
-               for side in (before, after)]  # fmt: skip
+        ids = [
+            {json.loads(ln).get("event_id") for a in side for ln in a if event_time(ln)}
+            for side in (before, after)
+        ]
         return [r for r in final if r["event_id"] in ids[0] & ids[1]]
     written = {_key(r) for r in table(t.moved / "out", t.version_before[k])}
     new = [r for r in final if _key(r) not in written]
@@ -257,8 +265,10 @@ def test_repartitioned_state_gives_the_tables_of_a_job_that_never_changed(spark,
     if job == "user_counts":
         # Its rows carry each batch's increments, which the upsert adds up: a key that lost its
         # state would still sum to the right total. Its state must be the reference's.
-        users = [{json.loads(ln)["user_id"] for a in side for ln in a if event_time(ln)}
-                 for side in (t.lines[:2], t.lines[2:])]  # fmt: skip
+        users = [
+            {json.loads(ln)["user_id"] for a in side for ln in a if event_time(ln)}
+            for side in (t.lines[:2], t.lines[2:])
+        ]
         assert users[0] & users[1], "no user has events on both sides of the rescales"
         moved = state_rows(spark, t.moved / "ckpt")
         assert moved and moved == state_rows(spark, t.stayed / "ckpt")
@@ -317,15 +327,30 @@ def test_a_killed_repartition_is_finished_by_running_the_same_command_again(spar
     first = arrive(moved, job, 1, [])
     run_job(job_spec(job, moved, shuffle_partitions=START), spark=spark)
     ck, err = moved / "ckpt", tmp_path / "repartition.err"
-    command = [sys.executable, "-m", "spark_jobs", "checkpoint", "repartition", job,
-               "--partitions", str(UP), "--checkpoint", str(ck),
-               "--snapshot-root", str(moved / "snaps")]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "spark_jobs",
+        "checkpoint",
+        "repartition",
+        job,
+        "--partitions",
+        str(UP),
+        "--checkpoint",
+        str(ck),
+        "--snapshot-root",
+        str(moved / "snaps"),
+    ]
     root = Path(__file__).resolve().parents[2]
     with err.open("w") as fh:
         victim = subprocess.Popen(
-            command, cwd=root, env={**os.environ, "PYTHONPATH": str(root), PAUSE_ENV: "after-spark"},
-            stdout=subprocess.DEVNULL, stderr=fh, start_new_session=True,
-        )  # fmt: skip
+            command,
+            cwd=root,
+            env={**os.environ, "PYTHONPATH": str(root), PAUSE_ENV: "after-spark"},
+            stdout=subprocess.DEVNULL,
+            stderr=fh,
+            start_new_session=True,
+        )
     deadline = time.time() + 600
     while "paused at after-spark" not in err.read_text() and victim.poll() is None:
         assert time.time() < deadline, "the repartition never reached its pause"

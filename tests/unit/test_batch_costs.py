@@ -21,10 +21,15 @@ def _job(job: int, stages: list[int], start: int, end: int, batch: str | None, d
     if batch is not None:
         props["streaming.sql.batchId"] = batch
     return [
-        {"Event": "SparkListenerJobStart", "Job ID": job, "Submission Time": start,
-         "Stage IDs": stages, "Properties": props},
+        {
+            "Event": "SparkListenerJobStart",
+            "Job ID": job,
+            "Submission Time": start,
+            "Stage IDs": stages,
+            "Properties": props,
+        },
         {"Event": "SparkListenerJobEnd", "Job ID": job, "Completion Time": end},
-    ]  # fmt: skip
+    ]
 
 
 def _stage(stage: int, start: int, end: int) -> dict:
@@ -52,10 +57,16 @@ def test_a_batch_is_split_into_scan_stateful_count_delta_check_write_and_driver(
     log = tmp_path / "events"
     log.write_text("\n".join(json.dumps(e) for e in events) + "\n")
     record = {
-        "batchId": 7, "numInputRows": 100, "keys": {"emitted": 3},
-        "durationMs": {"triggerExecution": 2000, "queryPlanning": 150, "walCommit": 20,
-                       "commitOffsets": 30},
-    }  # fmt: skip
+        "batchId": 7,
+        "numInputRows": 100,
+        "keys": {"emitted": 3},
+        "durationMs": {
+            "triggerExecution": 2000,
+            "queryPlanning": 150,
+            "walCommit": 20,
+            "commitOffsets": 30,
+        },
+    }
     (row,) = batch_costs.breakdown(log, [record])
     assert row["plan"] == 150 and row["offsets"] == 50
     assert (row["scan"], row["stateful"], row["count"]) == (100, 600, 200)

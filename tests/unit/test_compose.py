@@ -120,9 +120,10 @@ def test_ports_on_localhost_non_root_and_the_header_tells_the_real_login(compose
             assert svc.get("user") == "50000:0", name
     assert "USER 50000" in (ROOT / "docker" / "Dockerfile").read_text()
     header = "".join(
-        line for line in (ROOT / "docker-compose.yaml").read_text().splitlines(True)
+        line
+        for line in (ROOT / "docker-compose.yaml").read_text().splitlines(True)
         if line.startswith("#")
-    )  # fmt: skip
+    )
     assert "admin / admin" not in header and "(admin" not in header
     passwords = compose["x-airflow-common"]["environment"][
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"

@@ -13,15 +13,49 @@ pytestmark = pytest.mark.unit
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "events.md"
 ROWS = [
-    {"kind": "batch", "job": "sessions", "batch_id": 7, "query_id": "q", "at": "2026-11-17T09:10:00Z",
-     "input_rows": 100, "duration_ms": 12_000, "output_version": 42, "details": {"sources": [{"files": ["f7"]}]}},
-    {"kind": "batch", "job": "sessions", "batch_id": 8, "query_id": "q", "at": "2026-11-17T09:40:00Z",
-     "input_rows": 50, "duration_ms": 900, "output_version": 43},
-    {"kind": "restore", "job": "sessions", "at": "2026-11-17T10:00:00Z", "who": "cli:ann",
-     "args": "python -m spark_jobs checkpoint restore sessions", "reason": "ok"},
-    {"kind": "restore", "job": "sessions", "at": "2026-11-18T10:00:00Z", "who": "cli:bob", "reason": "ok"},
-    {"kind": "failure", "job": "fraud_alerts", "at": "2026-11-18T11:00:00Z", "reason": "job fraud_alerts failed: boom"},
-]  # fmt: skip
+    {
+        "kind": "batch",
+        "job": "sessions",
+        "batch_id": 7,
+        "query_id": "q",
+        "at": "2026-11-17T09:10:00Z",
+        "input_rows": 100,
+        "duration_ms": 12_000,
+        "output_version": 42,
+        "details": {"sources": [{"files": ["f7"]}]},
+    },
+    {
+        "kind": "batch",
+        "job": "sessions",
+        "batch_id": 8,
+        "query_id": "q",
+        "at": "2026-11-17T09:40:00Z",
+        "input_rows": 50,
+        "duration_ms": 900,
+        "output_version": 43,
+    },
+    {
+        "kind": "restore",
+        "job": "sessions",
+        "at": "2026-11-17T10:00:00Z",
+        "who": "cli:ann",
+        "args": "python -m spark_jobs checkpoint restore sessions",
+        "reason": "ok",
+    },
+    {
+        "kind": "restore",
+        "job": "sessions",
+        "at": "2026-11-18T10:00:00Z",
+        "who": "cli:bob",
+        "reason": "ok",
+    },
+    {
+        "kind": "failure",
+        "job": "fraud_alerts",
+        "at": "2026-11-18T11:00:00Z",
+        "reason": "job fraud_alerts failed: boom",
+    },
+]
 
 
 def queries() -> list[str]:

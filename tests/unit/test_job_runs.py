@@ -28,8 +28,12 @@ def test_a_replay_on_its_own_checkpoint_is_shown_with_its_lag(tmp_path, monkeypa
     replay = tmp_path / "checkpoints" / "service_health_replay"
     other = tmp_path / "checkpoints" / "sessions"  # another job's log: not this job's run
     for ckpt, job in ((replay, "service_health"), (other, "sessions")):
-        record = {"batchId": 3, "timestamp": iso, "eventTime": {"watermark": iso},
-                  "statekeeper": {"job": job, "logged_at": now}}  # fmt: skip
+        record = {
+            "batchId": 3,
+            "timestamp": iso,
+            "eventTime": {"watermark": iso},
+            "statekeeper": {"job": job, "logged_at": now},
+        }
         progress.append_line(progress.progress_path(str(ckpt)), record)
 
     row = health_report.job_row(spec, now)

@@ -46,11 +46,17 @@ def test_check_input_takes_a_kafka_uri_without_looking_for_a_folder():
 def test_secrets_are_passed_through_but_never_shown(monkeypatch):
     jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required password="hunter2";'
     raw = {
-        "inputs": {"clickstream": "kafka://broker:9093/clicks"}, "output": "o", "checkpoint": "c",
-        "watermark": "10 minutes", "max_offsets_per_trigger": 500,
-        "kafka_options": {"security.protocol": "SASL_SSL", "sasl.jaas.config": "${SK_JAAS}",
-                          "ssl.truststore.password": "s3cret"},
-    }  # fmt: skip
+        "inputs": {"clickstream": "kafka://broker:9093/clicks"},
+        "output": "o",
+        "checkpoint": "c",
+        "watermark": "10 minutes",
+        "max_offsets_per_trigger": 500,
+        "kafka_options": {
+            "security.protocol": "SASL_SSL",
+            "sasl.jaas.config": "${SK_JAAS}",
+            "ssl.truststore.password": "s3cret",
+        },
+    }
     spec = parse_spec(raw, "spec.yaml", default_name="sessions")
     monkeypatch.setenv("SK_JAAS", jaas)
     opts = source.consumer_options(spec, spec.input)
@@ -73,9 +79,11 @@ def test_a_multi_input_job_takes_one_topic_per_kind():
 
 SECURED = {
     "inputs": {"clickstream": "kafka://b-1.example:9096,b-2.example:9096/clicks"},
-    "output": "o", "checkpoint": "c", "watermark": "10 minutes",
+    "output": "o",
+    "checkpoint": "c",
+    "watermark": "10 minutes",
     "kafka_options": {"security.protocol": "SASL_SSL", "sasl.jaas.config": "x"},
-}  # fmt: skip
+}
 
 
 def test_a_run_time_input_may_name_another_topic_but_never_another_cluster():
@@ -115,8 +123,12 @@ def test_kafka_options_go_only_to_a_cluster_the_spec_names_and_read_committed_by
         source.consumer_options(rogue, rogue.input)
     # without options there is nothing to leak; the spec may still say read_uncommitted
     plain = replace(rogue, kafka_options={"isolation.level": "read_uncommitted"})
-    assert source.consumer_options(replace(plain, kafka_clusters=("evil.example:9096",)),
-                                   plain.input)["kafka.isolation.level"] == "read_uncommitted"  # fmt: skip
+    assert (
+        source.consumer_options(replace(plain, kafka_clusters=("evil.example:9096",)), plain.input)[
+            "kafka.isolation.level"
+        ]
+        == "read_uncommitted"
+    )
 
 
 def test_a_changed_cluster_or_topic_id_is_one_line_with_a_fix():
@@ -135,11 +147,19 @@ def test_a_changed_cluster_or_topic_id_is_one_line_with_a_fix():
 
 
 def _progress(latest: dict, end: dict) -> dict:
-    return {"batchId": 3, "numInputRows": 10, "timestamp": "2026-03-15T12:00:00Z",
-            "sources": [{"description": "KafkaV2[Subscribe[t]]", "latestOffset": latest,
-                         "endOffset": end},
-                        {"description": "FileStreamSource", "latestOffset": None,
-                         "endOffset": {"logOffset": 4}}]}  # fmt: skip
+    return {
+        "batchId": 3,
+        "numInputRows": 10,
+        "timestamp": "2026-03-15T12:00:00Z",
+        "sources": [
+            {"description": "KafkaV2[Subscribe[t]]", "latestOffset": latest, "endOffset": end},
+            {
+                "description": "FileStreamSource",
+                "latestOffset": None,
+                "endOffset": {"logOffset": 4},
+            },
+        ],
+    }
 
 
 def test_lag_is_latest_minus_processed_per_partition_and_files_have_none():
@@ -166,13 +186,18 @@ def _kafka_offsets(root: Path, line: str) -> None:
 
 def test_validate_reads_kafka_offsets_and_catches_a_changed_source(tmp_path):
     ckpt = make_checkpoint(tmp_path / "ckpt", batches=3, partitions=4)
-    on_kafka = replace(load_spec("sessions"), shuffle_partitions=4, inputs={
-        "clickstream": "kafka://127.0.0.1:9092/clicks"})  # fmt: skip
+    on_kafka = replace(
+        load_spec("sessions"),
+        shuffle_partitions=4,
+        inputs={"clickstream": "kafka://127.0.0.1:9092/clicks"},
+    )
     codes = {f.code for f in validate_checkpoint(str(ckpt), on_kafka).findings}
     assert "SOURCE_CHANGED" in codes  # written from a folder, now pointed at a topic
     _kafka_offsets(ckpt, json.dumps({"clicks": {"0": 5, "1": 6, "2": 7}}))
     assert not {f.code for f in validate_checkpoint(str(ckpt), on_kafka).findings} & {
-        "SOURCE_CHANGED", "KAFKA_OFFSETS_UNREADABLE"}  # fmt: skip
+        "SOURCE_CHANGED",
+        "KAFKA_OFFSETS_UNREADABLE",
+    }
     other_topic = replace(on_kafka, inputs={"clickstream": "kafka://127.0.0.1:9092/other"})
     found = {f.code: f for f in validate_checkpoint(str(ckpt), other_topic).findings}
     assert "clicks" in found["SOURCE_CHANGED"].message

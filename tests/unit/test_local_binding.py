@@ -20,8 +20,12 @@ def _airflow_host(env: dict[str, str]) -> str:
     airflow = str(Path(sys.executable).parent / "airflow")
     got = subprocess.run(
         [airflow, "config", "get-value", "api", "host"],
-        env=env, capture_output=True, text=True, check=True, timeout=120,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     return got.stdout.strip().splitlines()[-1]
 
 
@@ -47,9 +51,13 @@ def test_a_local_driver_submitted_by_the_dags_binds_loopback(master, loopback):
     from statekeeper.spark_submit import SparkTarget, application
 
     cmd = SparkTarget(master).command(
-        application(), ["run", "sessions"], name="n", py_files="/z.zip", jars="/a.jar",
+        application(),
+        ["run", "sessions"],
+        name="n",
+        py_files="/z.zip",
+        jars="/a.jar",
         path=str(Path(sys.executable).parent),
-    )  # fmt: skip
+    )
     confs = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--conf"]
     bound = {"spark.driver.host=127.0.0.1", "spark.driver.bindAddress=127.0.0.1"}
     assert bound.issubset(confs) if loopback else not bound.intersection(confs), confs

@@ -100,8 +100,16 @@ def _reference(admitted: list[tuple]) -> list[dict]:
 
 
 def _norm(rows: list[dict]) -> list[tuple]:
-    return sorted((r["user_id"], r["alert_time"], r["first_failure_time"], r["failed_attempts"],
-                   r["distinct_ips"]) for r in rows)  # fmt: skip
+    return sorted(
+        (
+            r["user_id"],
+            r["alert_time"],
+            r["first_failure_time"],
+            r["failed_attempts"],
+            r["distinct_ips"],
+        )
+        for r in rows
+    )
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -142,12 +150,14 @@ def test_hold_is_bounded_and_counts_add_up():
 
 
 def test_release_orders_by_key_time_event_id():
-    h = ordered.Held.empty(("x",)).add({
-        "key": np.array(["b", "a", "a", "a"], dtype=object),
-        "t": np.array([5, 9, 5, 5], dtype=np.int64),
-        "eid": np.array(["z", "q", "y", "x"], dtype=object),
-        "x": np.array([1, 2, 3, 4], dtype=object),
-    })  # fmt: skip
+    h = ordered.Held.empty(("x",)).add(
+        {
+            "key": np.array(["b", "a", "a", "a"], dtype=object),
+            "t": np.array([5, 9, 5, 5], dtype=np.int64),
+            "eid": np.array(["z", "q", "y", "x"], dtype=object),
+            "x": np.array([1, 2, 3, 4], dtype=object),
+        }
+    )
     out, kept = h.release(6)
     assert out.cols["key"].tolist() == ["a", "a", "b"]
     assert out.cols["eid"].tolist() == ["x", "y", "z"]

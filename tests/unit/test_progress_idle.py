@@ -22,10 +22,13 @@ pytestmark = pytest.mark.unit
 
 def _batch(batch_id: int, logged_at: float, rows: int = 5) -> dict:
     return {
-        "name": "service_health", "batchId": batch_id, "numInputRows": rows,
-        "durationMs": {"triggerExecution": 800}, "stateOperators": [{"numRowsTotal": 3}],
+        "name": "service_health",
+        "batchId": batch_id,
+        "numInputRows": rows,
+        "durationMs": {"triggerExecution": 800},
+        "stateOperators": [{"numRowsTotal": 3}],
         "statekeeper": {"job": "service_health", "logged_at": logged_at},
-    }  # fmt: skip
+    }
 
 
 def _listener(tmp_path: Path):

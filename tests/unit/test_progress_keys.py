@@ -42,10 +42,14 @@ def test_inspect_and_the_health_verdict_report_user_keys_not_buckets(tmp_path):
 
     ck = make_checkpoint(tmp_path / "ck", batches=3)
     records = [
-        {"batchId": b, "numInputRows": 10, "stateOperators": [{"numRowsTotal": 256}],
-         "keys": {"total": 1000 + b, "updated": 5, "removed": 1, "expired": b}}
+        {
+            "batchId": b,
+            "numInputRows": 10,
+            "stateOperators": [{"numRowsTotal": 256}],
+            "keys": {"total": 1000 + b, "updated": 5, "removed": 1, "expired": b},
+        }
         for b in range(3)
-    ]  # fmt: skip
+    ]
     for r in records:
         progress.append_line(progress.progress_path(str(ck)), r)
     info = inspect_checkpoint(str(ck))

@@ -31,14 +31,31 @@ T0 = 1_790_000_000.0
 def _batch(i: int, **kw) -> dict:
     ts = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(T0 + i)) + ".000Z"
     return {
-        "name": "q", "id": "qid", "runId": "r1", "batchId": i, "timestamp": ts, "numInputRows": 10,
-        "inputRowsPerSecond": 5.0, "processedRowsPerSecond": 7.5,
+        "name": "q",
+        "id": "qid",
+        "runId": "r1",
+        "batchId": i,
+        "timestamp": ts,
+        "numInputRows": 10,
+        "inputRowsPerSecond": 5.0,
+        "processedRowsPerSecond": 7.5,
         "durationMs": {"triggerExecution": 100 + i},
         "eventTime": {"watermark": "2026-01-01T00:00:00.000Z", "max": ts},
-        "stateOperators": [{"operatorName": "op", "numRowsTotal": i, "numRowsUpdated": 1, "numRowsRemoved": 0,
-                            "memoryUsedBytes": 1000, "numRowsDroppedByWatermark": 2, "customMetrics": {}}],
-        "statekeeper": {"job": "j", "logged_at": T0 + i + 0.5}, "pad": "x" * 200, **kw,
-    }  # fmt: skip
+        "stateOperators": [
+            {
+                "operatorName": "op",
+                "numRowsTotal": i,
+                "numRowsUpdated": 1,
+                "numRowsRemoved": 0,
+                "memoryUsedBytes": 1000,
+                "numRowsDroppedByWatermark": 2,
+                "customMetrics": {},
+            }
+        ],
+        "statekeeper": {"job": "j", "logged_at": T0 + i + 0.5},
+        "pad": "x" * 200,
+        **kw,
+    }
 
 
 def _write(ckpt: str, ids: range) -> None:

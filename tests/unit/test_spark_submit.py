@@ -27,12 +27,15 @@ def _conn(host: str, port: int | None = None, conn_type: str = "spark", **extra:
     ("conn", "master"),
     [
         (_conn("local[2]"), "local[2]"),  # the embedded default
-        (_conn("spark://spark-master", 7077, **{"deploy-mode": "client"}), "spark://spark-master:7077"),
+        (
+            _conn("spark://spark-master", 7077, **{"deploy-mode": "client"}),
+            "spark://spark-master:7077",
+        ),
         (_conn("spark-master", 7077), "spark://spark-master:7077"),  # the scheme from conn_type
         (_conn("yarn"), "yarn"),
         (_conn("k8s://https://api.example", 6443), "k8s://https://api.example:6443"),
     ],
-)  # fmt: skip
+)
 def test_the_master_url_comes_from_the_connection(conn, master):
     from statekeeper.spark_submit import SparkTarget
 
@@ -49,9 +52,13 @@ def test_the_command_ships_the_package_and_jars_and_ends_with_the_run_arguments(
     path = str(Path(sys.executable).parent)  # the venv's bin: pyspark's spark-submit
     args = ["run", "sessions", "--checkpoint", "/data/checkpoints/sessions"]
     cmd = target.command(
-        application(), args, name="statekeeper-sessions", py_files="/z.zip", jars="/a.jar,/b.jar",
+        application(),
+        args,
+        name="statekeeper-sessions",
+        py_files="/z.zip",
+        jars="/a.jar,/b.jar",
         path=path,
-    )  # fmt: skip
+    )
     assert Path(cmd[0]) == Path(path) / "spark-submit" and os.access(cmd[0], os.X_OK)
     flags = dict(zip(cmd[1:-5:2], cmd[2:-5:2], strict=True))
     assert flags == {
@@ -66,9 +73,13 @@ def test_the_command_ships_the_package_and_jars_and_ends_with_the_run_arguments(
     assert cmd[-5:] == [application(), *args]
     monkeypatch.setattr(jvm, "java_options", lambda: "")  # none made: no option
     cmd = target.command(
-        application(), args, name="statekeeper-sessions", py_files="/z.zip", jars="/a.jar,/b.jar",
+        application(),
+        args,
+        name="statekeeper-sessions",
+        py_files="/z.zip",
+        jars="/a.jar,/b.jar",
         path=path,
-    )  # fmt: skip
+    )
     assert "--driver-java-options" not in cmd
     assert application().endswith("spark_jobs/__main__.py") and Path(application()).is_file()
 
@@ -76,11 +87,14 @@ def test_the_command_ships_the_package_and_jars_and_ends_with_the_run_arguments(
 @pytest.mark.parametrize(
     ("extra", "refused"),
     [
-        ({"deploy-mode": "cluster"}, "deploy-mode 'cluster'; Statekeeper's driver runs in client mode"),
+        (
+            {"deploy-mode": "cluster"},
+            "deploy-mode 'cluster'; Statekeeper's driver runs in client mode",
+        ),
         ({"spark-binary": "/bin/sh"}, "spark-binary '/bin/sh' is not one of spark-submit"),
         ({"principal": "me@REALM"}, "extra principal is not passed on by Statekeeper's submit"),
     ],
-)  # fmt: skip
+)
 def test_a_connection_it_cannot_honour_is_refused_in_one_line(extra, refused):
     from statekeeper.spark_submit import BadSparkConnection, SparkTarget
 

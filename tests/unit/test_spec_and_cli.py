@@ -92,8 +92,11 @@ def test_the_spec_file_is_one_typed_model_with_one_line_errors():
     from spark_jobs.contract.spec import SpecFile
 
     raw = {"inputs": {"clickstream": "x"}, "output": "o", "checkpoint": "c", "watermark": "1m"}
-    spec = parse_spec({**raw, "changelog_checkpointing": "false", "params": None, "tags": None},
-                      "x.yaml", default_name="x")  # fmt: skip
+    spec = parse_spec(
+        {**raw, "changelog_checkpointing": "false", "params": None, "tags": None},
+        "x.yaml",
+        default_name="x",
+    )
     assert spec.changelog_checkpointing is False and spec.params == {} and spec.tags == ()
     assert spec.watermark_seconds == 60 and spec.name == "x"
     assert set(SpecFile.model_fields) >= {"inputs", "quality", "freshness", "completeness"}
@@ -196,8 +199,13 @@ def test_payments_follow_generated_orders(tmp_path):
 def test_every_spec_limits_its_batches_by_default():
     """A backlog is read in batches that end: without a per-batch limit, one batch of the whole
     backlog could outlast the task's timeout and be planned again the same after every kill."""
-    raw = {"name": "x", "inputs": {"clickstream": "/in"}, "output": "/o", "checkpoint": "/c",
-           "watermark": "10 minutes"}  # fmt: skip
+    raw = {
+        "name": "x",
+        "inputs": {"clickstream": "/in"},
+        "output": "/o",
+        "checkpoint": "/c",
+        "watermark": "10 minutes",
+    }
     spec = parse_spec(raw, "x.yaml")
     assert spec.max_files_per_trigger == DEFAULT_MAX_FILES_PER_TRIGGER > 0
     assert spec.max_offsets_per_trigger == DEFAULT_MAX_OFFSETS_PER_TRIGGER > 0
@@ -210,7 +218,13 @@ def test_every_spec_limits_its_batches_by_default():
 def test_max_future_out_of_range_is_a_one_line_error(value):
     """A max_future of 100,000,000 days overflowed the batch clock's interval sum (its seconds do
     not fit decimal(18,6)) in every batch: a spec error said before Spark starts."""
-    raw = {"name": "x", "inputs": {"clickstream": "/in"}, "output": "/o", "checkpoint": "/c",
-           "watermark": "10 minutes", "max_future": value}  # fmt: skip
+    raw = {
+        "name": "x",
+        "inputs": {"clickstream": "/in"},
+        "output": "/o",
+        "checkpoint": "/c",
+        "watermark": "10 minutes",
+        "max_future": value,
+    }
     with pytest.raises(UserError, match="max_future must be positive and at most 100 years"):
         parse_spec(raw, "x.yaml")

@@ -28,10 +28,15 @@ def _operator(ckpt: Path, **kw):
     from statekeeper.supervisor import StreamingSupervisorOperator
 
     return StreamingSupervisorOperator(
-        task_id="supervise", job="service_health", trigger="processing-time:5s",
-        overrides={"checkpoint": str(ckpt)}, restart_backoff=60, max_restarts=2,
-        restart_window=3600, **kw,
-    )  # fmt: skip
+        task_id="supervise",
+        job="service_health",
+        trigger="processing-time:5s",
+        overrides={"checkpoint": str(ckpt)},
+        restart_backoff=60,
+        max_restarts=2,
+        restart_window=3600,
+        **kw,
+    )
 
 
 def _event(verdict: str) -> dict:

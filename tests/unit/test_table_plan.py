@@ -92,18 +92,33 @@ def test_maintenance_commits_do_not_block_a_restore_but_foreign_writes_do(tmp_pa
 def test_text_report_names_each_step_and_its_time():
     from spark_jobs.tables.report import text
 
-    stats = {"files": 40, "bytes": 40 << 10, "average_bytes": 1 << 10, "files_on_disk": 40,
-             "bytes_on_disk": 40 << 10}  # fmt: skip
+    stats = {
+        "files": 40,
+        "bytes": 40 << 10,
+        "average_bytes": 1 << 10,
+        "files_on_disk": 40,
+        "bytes_on_disk": 40 << 10,
+    }
     after = {**stats, "files": 1, "average_bytes": 40 << 10, "files_on_disk": 5}
     table = {
-        "table": "/t", "role": "output", "warnings": ["old snapshot"], "before": stats,
-        "after": after, "settings": {"set": {"delta.checkpointInterval": "10"}, "unset": [],
-                                     "seconds": 0.4},
+        "table": "/t",
+        "role": "output",
+        "warnings": ["old snapshot"],
+        "before": stats,
+        "after": after,
+        "settings": {"set": {"delta.checkpointInterval": "10"}, "unset": [], "seconds": 0.4},
         "retention": plan.retention(DAY, [], None, now=NOW).to_dict(),
-        "compaction": {"files_removed": 40, "files_added": 1, "bytes_removed": 40 << 10,
-                       "bytes_added": 30 << 10, "zorder_by": [], "attempts": 2, "seconds": 3.2},
+        "compaction": {
+            "files_removed": 40,
+            "files_added": 1,
+            "bytes_removed": 40 << 10,
+            "bytes_added": 30 << 10,
+            "zorder_by": [],
+            "attempts": 2,
+            "seconds": 3.2,
+        },
         "vacuum": {"files_deleted": 35, "bytes_deleted": 35 << 10, "seconds": 1.5},
-    }  # fmt: skip
+    }
     quarantine = {"table": "/t/_quarantine", "role": "quarantine", "skipped": "no table yet"}
     out = text({"job": "j", "dry_run": False, "seconds": 5.1, "tables": [table, quarantine]})
     assert "bin-packed 40 files (40.0 KiB) into 1 (30.0 KiB) (3.2 s, 2 attempt(s))" in out

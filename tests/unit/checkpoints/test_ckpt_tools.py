@@ -86,7 +86,10 @@ def test_transform_with_state_operators_are_named_from_their_v2_metadata(tmp_pat
     meta = ck / "state/0/_metadata"
     (meta / "metadata").unlink()
     (meta / "v2").mkdir()
-    for batch, info in ((2, {"operatorId": 0}), (10, {"operatorId": 0, "operatorName": "transformWithStateInPandasExec"})):  # fmt: skip
+    for batch, info in (
+        (2, {"operatorId": 0}),
+        (10, {"operatorId": 0, "operatorName": "transformWithStateInPandasExec"}),
+    ):
         (meta / "v2" / str(batch)).write_text("v2\n" + json.dumps({"operatorInfo": info}))
         (meta / "v2" / f".{batch}.crc").write_bytes(b"crc")
     info = inspect_checkpoint(str(ck))

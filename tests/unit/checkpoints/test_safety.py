@@ -98,14 +98,25 @@ def test_roots_accept_checkpoints_only(tmp_path, monkeypatch):
     monkeypatch.setenv("STATEKEEPER_DATA", str(data))
     monkeypatch.delenv("STATEKEEPER_CHECKPOINT_ROOTS", raising=False)
     backfill = data / "backfill" / "sessions" / "k1"
-    for d in ("checkpoints/sessions", "tables/sessions/_delta_log", "landing/clickstream",
-              "airflow/logs", "backfill/sessions/k1/table/_delta_log",
-              "backfill/sessions/k1/checkpoint"):  # fmt: skip
+    for d in (
+        "checkpoints/sessions",
+        "tables/sessions/_delta_log",
+        "landing/clickstream",
+        "airflow/logs",
+        "backfill/sessions/k1/table/_delta_log",
+        "backfill/sessions/k1/checkpoint",
+    ):
         (data / d).mkdir(parents=True)
     assert roots.resolve(None, str(data / "checkpoints" / "sessions")).job == "sessions"
     assert roots.resolve(None, str(backfill / "checkpoint")).checkpoint.endswith("k1/checkpoint")
-    for wrong in ("tables/sessions", "landing/clickstream", "airflow", "airflow/logs",
-                  "backfill/sessions/k1/table", "tables/sessions/_delta_log"):  # fmt: skip
+    for wrong in (
+        "tables/sessions",
+        "landing/clickstream",
+        "airflow",
+        "airflow/logs",
+        "backfill/sessions/k1/table",
+        "tables/sessions/_delta_log",
+    ):
         with pytest.raises(UserError):
             roots.resolve(None, str(data / wrong))
 

@@ -13,12 +13,14 @@ pytestmark = pytest.mark.unit
 
 
 def test_array_cells_become_tuples_of_the_same_values_and_the_input_is_untouched():
-    df = pd.DataFrame({
-        "pages": [np.array(["/a", "/b"]), None, np.array([], dtype=object), ["/c"]],
-        "nested": [np.array([np.array([1, 2])], dtype=object), None, None, None],
-        "n": [1, 2, 3, 4],
-        "s": ["x", None, "y", "z"],
-    })  # fmt: skip
+    df = pd.DataFrame(
+        {
+            "pages": [np.array(["/a", "/b"]), None, np.array([], dtype=object), ["/c"]],
+            "nested": [np.array([np.array([1, 2])], dtype=object), None, None, None],
+            "n": [1, 2, 3, 4],
+            "s": ["x", None, "y", "z"],
+        }
+    )
     with pytest.raises(TypeError):
         pd.util.hash_pandas_object(df)  # why GX falls back to pickle.dumps
     out = hashable_arrays(df)
