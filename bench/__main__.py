@@ -173,7 +173,7 @@ def _in_session(
     spark: Any, wanted: list[str], args: argparse.Namespace, p: dict[str, Any], work: Path
 ) -> dict[str, Any]:
     """The benchmarks that time work inside one warm Spark session."""
-    from bench import bench_e2e, suite
+    from bench import bench_e2e, stores, suite
 
     out: dict[str, Any] = {}
     if "throughput" in wanted:
@@ -203,7 +203,7 @@ def _in_session(
         )
     if _heavy("stores", wanted, args):
         print("4. RocksDB with changelog checkpointing against the HDFS-backed store", flush=True)
-        out["stores"] = suite.stores(
+        out["stores"] = stores.stores(
             spark, work, p["store_events"], p["store_keys"], p["store_files"]
         )
     if _heavy("parse", wanted, args):

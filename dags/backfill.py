@@ -19,6 +19,6 @@ Re-process a folder of events into a job's table, from the UI (**Trigger** shows
    With `dry_run` this step is skipped and the staged table is left for inspection.
 """
 
-from statekeeper.factory import backfill_dag  # builds an airflow.sdk DAG
+from statekeeper.backfill_dag import backfill_dag  # builds an airflow.sdk DAG
 
 dag = backfill_dag(doc_md=__doc__)

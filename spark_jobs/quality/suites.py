@@ -197,134 +197,133 @@ def parse_suite(raw: Any, spec: Any, where: str) -> Suite:
 
 def expand(macro: str, spec: Any, severity: str, why: str, where: str = "") -> list[Check]:
     """A named check as the Great Expectations expectations it stands for."""
-    job = spec.name
-    declared = definition(job)
-    if macro == "schema":
-        cols = column_types(job)
-        out = [
-            Check(
-                "schema: columns",
-                "expect_table_columns_to_match_ordered_list",
-                {"column_list": list(cols)},
-                severity,
-                TABLE,
-                macro,
-                why or "the table has the contract's columns, in order",
-            ),
-        ]
-        for col, typ in cols.items():
-            out.append(
-                Check(
-                    f"schema: {col} is {typ}",
-                    "expect_column_values_to_be_of_type",
-                    {"column": col, "type_": typ},
-                    severity,
-                    TABLE,
-                    macro,
-                    why,
-                )
+    build = _MACRO_CHECKS.get(macro)
+    if build is None:
+        raise UserError(
+            f"expectation suite {where}: unknown check {macro!r}; known: {', '.join(MACROS)}"
+        )
+    return build(_Maker(severity, macro, why), spec)
+
+
+@dataclass(frozen=True)
+class _Maker:
+    """Makes a macro's checks: its severity and name, and the suite's ``why`` when it has one
+    (else the macro's own reason)."""
+
+    severity: str
+    macro: str
+    why: str
+
+    def __call__(
+        self, label: str, exp: str, kwargs: dict[str, Any], why: str = "", target: str = TABLE
+    ) -> Check:
+        return Check(label, exp, kwargs, self.severity, target, self.macro, self.why or why)
+
+
+def _schema(c: _Maker, spec: Any) -> list[Check]:
+    cols = column_types(spec.name)
+    out = [
+        c(
+            "schema: columns",
+            "expect_table_columns_to_match_ordered_list",
+            {"column_list": list(cols)},
+            "the table has the contract's columns, in order",
+        )
+    ]
+    for col, typ in cols.items():
+        out.append(
+            c(
+                f"schema: {col} is {typ}",
+                "expect_column_values_to_be_of_type",
+                {"column": col, "type_": typ},
             )
-        return out
-    if macro == "keys":
-        keys = declared.keys
-        out = [
-            Check(
-                f"keys: {k} not null",
-                "expect_column_values_to_not_be_null",
-                {"column": k},
-                severity,
-                TABLE,
-                macro,
-                why or "a row without its key cannot be joined or upserted",
-            )
-            for k in keys
-        ]
-        if len(keys) == 1:
-            out.append(
-                Check(
-                    f"keys: {keys[0]} unique",
-                    "expect_column_values_to_be_unique",
-                    {"column": keys[0]},
-                    severity,
-                    TABLE,
-                    macro,
-                    why or "one row per key",
-                )
-            )
-        else:
-            out.append(
-                Check(
-                    f"keys: ({', '.join(keys)}) unique",
-                    "expect_compound_columns_to_be_unique",
-                    {"column_list": list(keys)},
-                    severity,
-                    TABLE,
-                    macro,
-                    why or "one row per key",
-                )
-            )
-        return out
-    if macro == "freshness":
-        col = declared.time_column
-        sla = spec.quality.freshness_sla
-        if sla is None:
-            raise UserError(f"job {job}: freshness needs quality.freshness_sla in {spec.path}")
-        return [
-            Check(
-                f"freshness: newest {col} within {describe(sla)}",
-                "expect_column_max_to_be_between",
-                {"column": col, "min_value": {"$PARAMETER": P_FRESHNESS_FLOOR}},
-                severity,
-                TABLE,
-                macro,
-                why
-                or f"the newest {col} is at most {describe(sla)} behind the job's watermark (or the run time)",
-            )
-        ]
-    if macro == "volume":
-        return [
-            Check(
-                "volume: new rows vs trailing runs",
-                "expect_table_row_count_to_be_between",
-                {
-                    "min_value": {"$PARAMETER": P_VOLUME_MIN},
-                    "max_value": {"$PARAMETER": P_VOLUME_MAX},
-                },
-                severity,
-                TABLE,
-                macro,
-                why or "the new rows are in line with the trailing runs",
-            )
-        ]
-    if macro == "quarantine_rate":
-        rate = spec.quality.max_quarantine_rate
-        if rate is None:
-            raise UserError(
-                f"job {job}: quarantine_rate needs quality.max_quarantine_rate in {spec.path}"
-            )
-        return [
-            Check(
-                f"quarantine: rate <= {rate:g}",
-                "expect_table_row_count_to_be_between",
-                {"min_value": 0, "max_value": {"$PARAMETER": P_QUARANTINE_MAX}},
-                severity,
-                QUARANTINE,
-                macro,
-                why or "bad records / all records read stays below the spec's threshold",
-            ),
-            Check(
-                "quarantine: reason not null",
-                "expect_column_values_to_not_be_null",
-                {"column": "reason"},
-                severity,
-                QUARANTINE,
-                macro,
-                "every quarantined record says why",
-            ),
-        ]
-    raise UserError(
-        f"expectation suite {where}: unknown check {macro!r}; known: {', '.join(MACROS)}"
-    )
+        )
+    return out
+
+
+def _keys(c: _Maker, spec: Any) -> list[Check]:
+    keys = definition(spec.name).keys
+    out = [
+        c(
+            f"keys: {k} not null",
+            "expect_column_values_to_not_be_null",
+            {"column": k},
+            "a row without its key cannot be joined or upserted",
+        )
+        for k in keys
+    ]
+    kwargs: dict[str, Any]
+    if len(keys) == 1:
+        exp, label, kwargs = "expect_column_values_to_be_unique", keys[0], {"column": keys[0]}
+    else:
+        exp, label = "expect_compound_columns_to_be_unique", f"({', '.join(keys)})"
+        kwargs = {"column_list": list(keys)}
+    return [*out, c(f"keys: {label} unique", exp, kwargs, "one row per key")]
+
+
+def _freshness(c: _Maker, spec: Any) -> list[Check]:
+    col = definition(spec.name).time_column
+    sla = spec.quality.freshness_sla
+    if sla is None:
+        raise UserError(f"job {spec.name}: freshness needs quality.freshness_sla in {spec.path}")
+    return [
+        c(
+            f"freshness: newest {col} within {describe(sla)}",
+            "expect_column_max_to_be_between",
+            {"column": col, "min_value": {"$PARAMETER": P_FRESHNESS_FLOOR}},
+            f"the newest {col} is at most {describe(sla)} behind the job's watermark "
+            "(or the run time)",
+        )
+    ]
+
+
+def _volume(c: _Maker, spec: Any) -> list[Check]:
+    bounds = {"min_value": {"$PARAMETER": P_VOLUME_MIN}, "max_value": {"$PARAMETER": P_VOLUME_MAX}}
+    return [
+        c(
+            "volume: new rows vs trailing runs",
+            "expect_table_row_count_to_be_between",
+            bounds,
+            "the new rows are in line with the trailing runs",
+        )
+    ]
+
+
+def _quarantine_rate(c: _Maker, spec: Any) -> list[Check]:
+    rate = spec.quality.max_quarantine_rate
+    if rate is None:
+        raise UserError(
+            f"job {spec.name}: quarantine_rate needs quality.max_quarantine_rate in {spec.path}"
+        )
+    return [
+        c(
+            f"quarantine: rate <= {rate:g}",
+            "expect_table_row_count_to_be_between",
+            {"min_value": 0, "max_value": {"$PARAMETER": P_QUARANTINE_MAX}},
+            "bad records / all records read stays below the spec's threshold",
+            QUARANTINE,
+        ),
+        # says why on its own: the suite's reason is about the rate
+        Check(
+            "quarantine: reason not null",
+            "expect_column_values_to_not_be_null",
+            {"column": "reason"},
+            c.severity,
+            QUARANTINE,
+            c.macro,
+            "every quarantined record says why",
+        ),
+    ]
+
+
+_MACRO_CHECKS = {
+    "schema": _schema,
+    "keys": _keys,
+    "freshness": _freshness,
+    "volume": _volume,
+    "quarantine_rate": _quarantine_rate,
+}
+assert tuple(_MACRO_CHECKS) == MACROS
 
 
 def column_types(job: str) -> dict[str, str]:
