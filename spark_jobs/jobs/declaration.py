@@ -91,6 +91,9 @@ class JobDef:
     # The state kept per key by the job's own logic: a DDL string (applyInPandasWithState's
     # state row) or state variable -> DDL (transformWithState); None when Spark keeps it.
     state_schema: str | Mapping[str, str] | None = None
+    # The columns the job's own state is kept per (its groupBy): ``upgrade plan`` compares them
+    # with the key Spark stored; empty when Spark keeps the state (built-in operators).
+    state_key: tuple[str, ...] = ()
     # Part of the checkpoint binding: state written in an older layout is refused, not misread.
     state_format: str | None = None
     # spec -> the time mode Spark pins in the checkpoint (transformWithState), bound likewise.

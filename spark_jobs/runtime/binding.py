@@ -89,16 +89,14 @@ def check_and_bind(checkpoint: str, fingerprint: dict[str, Any], where: str) -> 
     old = read_binding(checkpoint)
     if old is not None and has_state(checkpoint):
         before = old.get("fingerprint", {})
-        changed = [
-            k for k in sorted(set(before) | set(fingerprint)) if before.get(k) != fingerprint.get(k)
-        ]
+        changed = changes(before, fingerprint)
         if changed:
-            k = changed[0]
+            k, was, now = changed[0]
+            job = fingerprint.get("job") or before.get("job") or "JOB"
             raise UserError(
-                f"checkpoint {checkpoint} was written with {k}={before.get(k)!r} but {where} now "
-                f"gives {k}={fingerprint.get(k)!r}; Spark and the stored state depend on it: put it "
-                "back, or rebuild with a new --checkpoint into a new --output table (a new "
-                "checkpoint on the old table writes every row again; docs/checkpoints.md)"
+                f"checkpoint {checkpoint} was written with {k}={was!r} but {where} now gives "
+                f"{k}={now!r}; run python -m spark_jobs upgrade plan {job} to see what the change "
+                "does to the live state and how to apply it (docs/upgrades.md)"
             )
         return
     record = {
@@ -106,6 +104,25 @@ def check_and_bind(checkpoint: str, fingerprint: dict[str, Any], where: str) -> 
         "bound_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     write_binding(checkpoint, record)
+
+
+def changes(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """``(name, recorded, declared)`` of each fingerprint entry that differs, a parameter by its
+    own name (``params.threshold``)."""
+    out = []
+    for k in sorted(set(before) | set(after)):
+        b, a = before.get(k), after.get(k)
+        if b == a:
+            continue
+        if k == "params" and isinstance(b, dict) and isinstance(a, dict):
+            out += [
+                (f"params.{p}", b.get(p), a.get(p))
+                for p in sorted(set(b) | set(a))
+                if b.get(p) != a.get(p)
+            ]
+        else:
+            out.append((k, b, a))
+    return out
 
 
 def bound_tables(checkpoint: str) -> dict[str, str] | None:
