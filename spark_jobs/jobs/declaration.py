@@ -144,6 +144,11 @@ class JobDef:
             out["state_format"] = self.state_format
         return out
 
+    def declaration(self) -> dict[str, Any]:
+        """What of the declaration the binding records beside the fingerprint (``declaration``):
+        compared only where a checkpoint recorded it, so older checkpoints are not refused."""
+        return {"state_key": list(self.state_key)} if self.state_key else {}
+
     def check_spec(self, spec: Any) -> None:
         """The spec fits the job: the inputs it reads and valid parameters (one-line UserError)."""
         if sorted(spec.kinds) != sorted(self.inputs):

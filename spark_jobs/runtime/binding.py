@@ -26,6 +26,7 @@ from spark_jobs.contract import paths
 from spark_jobs.contract.errors import ExitCode, UserError
 
 TABLES = "tables"  # the record's field: {"output": URI, "quarantine": URI}
+DECLARATION = "declaration"  # the record's field: JobDef.declaration() (the state's key)
 REBIND_FLAG = "--rebind-tables"
 
 
@@ -84,12 +85,24 @@ def has_state(checkpoint: str) -> bool:
     return bool(fs.exists(p) and fs.ls(p))
 
 
-def check_and_bind(checkpoint: str, fingerprint: dict[str, Any], where: str) -> None:
-    """Refuse a spec that no longer matches its checkpoint; record it on first use."""
+def check_and_bind(
+    checkpoint: str,
+    fingerprint: dict[str, Any],
+    where: str,
+    declaration: dict[str, Any] | None = None,
+) -> None:
+    """Refuse a spec (or a declaration: the key its state is kept per) that no longer matches
+    its checkpoint; record them on first use. A declaration entry the checkpoint did not record
+    (bound by an older release) is recorded, not compared."""
     old = read_binding(checkpoint)
+    declaration = declaration or {}
     if old is not None and has_state(checkpoint):
         before = old.get("fingerprint", {})
-        changed = changes(before, fingerprint)
+        recorded = old.get(DECLARATION) or {}
+        changed = changes(before, fingerprint) + [
+            (k, recorded[k], v) for k, v in sorted(declaration.items())
+            if k in recorded and recorded[k] != v
+        ]  # fmt: skip
         if changed:
             k, was, now = changed[0]
             job = fingerprint.get("job") or before.get("job") or "JOB"
@@ -98,9 +111,12 @@ def check_and_bind(checkpoint: str, fingerprint: dict[str, Any], where: str) -> 
                 f"{k}={now!r}; run python -m spark_jobs upgrade plan {job} to see what the change "
                 "does to the live state and how to apply it (docs/upgrades.md)"
             )
+        if any(k not in recorded for k in declaration):
+            write_binding(checkpoint, {**old, DECLARATION: {**declaration, **recorded}})
         return
     record = {
         "fingerprint": fingerprint,
+        DECLARATION: declaration,
         "bound_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     write_binding(checkpoint, record)

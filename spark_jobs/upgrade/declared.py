@@ -17,16 +17,15 @@ def fingerprint(spec: Any) -> dict[str, Any]:
 
 def read_declared(spec: Any) -> Facts:
     from spark_jobs.jobs import definition, keyed
-    from spark_jobs.state.columnar import BUCKET
 
     job = definition(spec.name)
-    # The batched executor keeps one state row per hash bucket of the key (spark_jobs.jobs.keyed)
+    # The batched executor keeps one state row per hash bucket of the key (spark_jobs.jobs.keyed),
+    # its keys' states in it
     batched = spec.executor == "batched" and issubclass(job.params, keyed.BatchedParams)
-    key = [BUCKET] if batched and job.state_key else list(job.state_key) or None
     state = keyed.STATE_SCHEMA if batched else job.state_schema
     return Facts(
         fingerprint=fingerprint(spec),
-        state_key=key,
+        state_key=list(job.state_key) or None,
         # transformWithState declares one schema per state variable; Spark stores them
         # elsewhere (compared through the binding's state_format and time_mode only)
         state_value=schemas.ddl(state) if isinstance(state, str) else None,

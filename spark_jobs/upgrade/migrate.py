@@ -54,8 +54,11 @@ def _record(
     target: Target, changes: list[verdicts.Change], plan: dict[str, Any], snap: str
 ) -> None:
     """The binding's fingerprint becomes the declaration's; the change is kept in its history."""
+    from spark_jobs.jobs import definition
+
     record = binding.read_binding(target.checkpoint) or {}
     record["fingerprint"] = fingerprint(target.spec)
+    record[binding.DECLARATION] = definition(target.job).declaration()
     record.setdefault(HISTORY, []).append(
         {
             "changes": [c.to_dict() for c in changes],

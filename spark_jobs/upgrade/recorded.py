@@ -12,6 +12,7 @@ from spark_jobs.checkpoints.validate import PROVIDER_CONF, SHUFFLE_CONF
 from spark_jobs.contract import delta
 from spark_jobs.contract.errors import UserError
 from spark_jobs.runtime import binding
+from spark_jobs.state.columnar import BUCKET
 from spark_jobs.upgrade import schemas
 from spark_jobs.upgrade.facts import Recorded
 
@@ -54,8 +55,11 @@ def read_recorded(checkpoint: str, table: str | None, inputs: dict[str, str]) ->
         for _, m in sorted(lay.operators.items())
     ]
     key, value = stored_state_schema(lay)
-    if key is not None:
-        out.state_key = [n for n, _ in key]
+    declared_key = (record.get(binding.DECLARATION) or {}).get("state_key")
+    if declared_key is not None:
+        out.state_key = list(declared_key)
+    elif key is not None and [n for n, _ in key] != [BUCKET]:
+        out.state_key = [n for n, _ in key]  # the per-key executor's groupBy columns
     if value is not None:
         out.state_value = value
     out.output = table_schema(out.table) if out.table else None

@@ -75,9 +75,9 @@ class Change:
 
 def compare(rec: Recorded, now: Facts, job: str) -> list[Change]:
     """Every difference between what ``rec`` holds and what ``now`` declares."""
-    out = _fingerprint(rec, now, job)
+    out = _fingerprint(rec, now, job) + _key(rec, now)
     if rec.fingerprint.get("executor") == now.fingerprint.get("executor"):
-        # an executor change regroups the state itself (its own migrate verdict above)
+        # an executor change regroups the state rows itself (its own migrate verdict above)
         out += _state(rec, now)
     out += _output(rec, now)
     return out
@@ -188,7 +188,7 @@ def _replay_text(rec: Recorded) -> str:
     return "; ".join(parts) or "the job's input from its first batch"
 
 
-def _state(rec: Recorded, now: Facts) -> list[Change]:
+def _key(rec: Recorded, now: Facts) -> list[Change]:
     out = []
     if rec.state_key is not None and now.state_key is not None and rec.state_key != now.state_key:
         out.append(
@@ -203,6 +203,11 @@ def _state(rec: Recorded, now: Facts) -> list[Change]:
                 rec.inputs or None,
             )  # fmt: skip
         )
+    return out
+
+
+def _state(rec: Recorded, now: Facts) -> list[Change]:
+    out: list[Change] = []
     if rec.state_value is None or now.state_value is None:
         return out
     old, new = dict(rec.state_value), dict(now.state_value)

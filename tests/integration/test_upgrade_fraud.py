@@ -169,6 +169,7 @@ def test_migrate_records_the_declaration_after_a_snapshot(outcome):
     assert "accepted params.threshold 5 -> 3" in out
     b = outcome["binding"]
     assert b["fingerprint"]["params"]["threshold"] == 3
+    assert b["declaration"] == {"state_key": ["user_id"]}  # recorded at the first run
     (up,) = b["upgrades"]
     assert up["snapshot"] and up["batch"] == 1
     assert [c["field"] for c in up["changes"]] == ["params.threshold"]

@@ -45,9 +45,12 @@ def utf(obj: dict) -> bytes:
 def write_state_schema(ck: Path, key: list[str]) -> None:
     """The schema file Spark 4.2 writes for applyInPandasWithState (partition 0): version,
     then key and value schemas as length-prefixed JSON."""
-    value = struct_json(
-        [("groupState", struct_json([("failures", "binary")])), ("timeoutTimestamp", "long")]
+    row = (
+        [("keys", "integer"), ("blob", "binary")]
+        if key == ["_bucket"]
+        else [("failures", "binary")]
     )
+    value = struct_json([("groupState", struct_json(row)), ("timeoutTimestamp", "long")])
     folder = ck / "state" / "0" / "0" / "_metadata"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "schema").write_bytes(
@@ -89,7 +92,9 @@ def live(tmp_path, monkeypatch):
     spec = replace(spec, executor="per-key", shuffle_partitions=4, state_store="rocksdb")
     spec = replace(spec, params={**spec.params, "threshold": 5})
 
-    def checkpoint(store: str = "rocksdb", key: tuple[str, ...] = ("user_id",)) -> Path:
+    def checkpoint(
+        store: str = "rocksdb", key: tuple[str, ...] = ("user_id",), **recorded: object
+    ) -> Path:
         ck = make_checkpoint(tmp_path / "ckpt", batches=3, partitions=4, store=store)
         write_state_schema(ck, list(key))
         for b in range(3):
@@ -98,9 +103,9 @@ def live(tmp_path, monkeypatch):
                 f.write_text("{}\n")
             entry = {"path": f.as_uri(), "timestamp": 0, "batchId": b}
             (ck / "sources" / "0" / str(b)).write_text("v1\n" + json.dumps(entry))
-        binding.write_binding(
-            str(ck), {"fingerprint": fingerprint(replace(spec, state_store=store))}
-        )
+        executor = "batched" if key == ("_bucket",) else "per-key"
+        record = {"fingerprint": fingerprint(replace(spec, state_store=store, executor=executor))}
+        binding.write_binding(str(ck), {**record, **recorded})
         return ck
 
     write_table(tmp_path / "out", table_fields())
@@ -143,6 +148,18 @@ def test_a_key_change_is_incompatible_and_names_what_to_replay(live):
     assert c.replay and c.replay[0]["files_read"] == 3 and c.replay[0]["still_there"] == 2
     assert c.replay[0]["complete"] is False
     assert verdicts.exit_code(changes) == ExitCode.UPGRADE_INCOMPATIBLE
+
+
+def test_a_key_change_on_the_batched_executor_is_seen_in_the_binding(live):
+    """Spark stores the bucket as the key there; the binding records the key's columns."""
+    spec, checkpoint, tmp = live
+    checkpoint(key=("_bucket",), declaration={"state_key": ["user_id"]})
+    batched = replace(spec, executor="batched")
+    assert plan_of(batched, tmp) == []
+    changes = plan_of(batched, tmp, state_key=["user_id", "device"])
+    assert [(c.field, c.before, c.verdict) for c in changes] == [
+        ("state.key", ["user_id"], "incompatible")
+    ]
 
 
 def test_hdfs_to_rocksdb_is_a_migration(live):
@@ -207,6 +224,21 @@ def test_run_refuses_a_changed_spec_naming_the_plan(tmp_path):
     assert "params.threshold=5" in line and "params.threshold=3" in line
     assert "python -m spark_jobs upgrade plan fraud_alerts" in line
     assert refused.value.exit_code == ExitCode.USER_ERROR and len(line.splitlines()) == 1
+
+
+def test_run_refuses_a_changed_state_key_and_records_it_where_missing(tmp_path):
+    old, new = {"state_key": ["user_id"]}, {"state_key": ["user_id", "device"]}
+    fp = {"job": "fraud_alerts"}
+    older = tmp_path / "older"  # bound before the declaration was recorded
+    binding.check_and_bind(str(older), fp, "spec")
+    (older / "offsets").mkdir(parents=True)
+    (older / "offsets" / "0").write_text("v1\n{}\n")
+    binding.check_and_bind(str(older), fp, "spec", old)  # not refused: recorded
+    assert binding.read_binding(str(older))[binding.DECLARATION] == old
+    with pytest.raises(UserError) as refused:
+        binding.check_and_bind(str(older), fp, "spec", new)
+    assert "state_key=['user_id']" in str(refused.value)
+    assert "upgrade plan fraud_alerts" in str(refused.value)
 
 
 def test_migrate_refuses_a_state_rewrite_and_changes_nothing(live):
