@@ -23,6 +23,11 @@ from spark_jobs.upgrade.declared import fingerprint
 from spark_jobs.upgrade.plan import make_plan
 
 HISTORY = "upgrades"  # the binding's list of accepted upgrades
+REFUSED = {
+    verdicts.REPARTITION: "needs checkpoint repartition first",
+    verdicts.MIGRATE: "needs the state rewritten, which migrate does not do yet",
+    verdicts.INCOMPATIBLE: "cannot be reached without a replay",
+}
 
 
 def migrate(target: Target, output: str | None = None) -> dict[str, Any]:
@@ -37,8 +42,8 @@ def migrate(target: Target, output: str | None = None) -> dict[str, Any]:
         if refused:
             c = max(refused, key=lambda c: verdicts.VERDICTS.index(c.verdict))
             raise UserError(
-                f"upgrade migrate {target.job}: {c.field} {c.before!r} -> {c.after!r} is "
-                f"{c.verdict}, not done by migrate: {c.means} (upgrade plan {target.job})",
+                f"upgrade migrate {target.job}: refused, nothing changed: {c.field} "
+                f"{c.before!r} -> {c.after!r} {REFUSED[c.verdict]}: {c.means}",
                 exit_code=ExitCode(verdicts.EXIT_CODES[c.verdict]),
             )
         result = {**plan, "snapshot": None}

@@ -142,9 +142,9 @@ def _setting(k: str, b: Any, a: Any, rec: Recorded, job: str) -> Change:
     if k == "watermark_seconds":
         return Change(
             k, b, a, MIGRATE,
-            f"the offset log carries the watermark computed with the {b}s delay and held events "
+            f"the offset log carries the watermark computed with the {b:g}s delay and held events "
             f"and timers were judged by it; the watermark must be recomputed as the newest event "
-            f"time seen minus {a}s before new input, so no open key is expired or admitted by the "
+            f"time seen minus {a:g}s before new input, so no open key is expired or admitted by the "
             "old delay",
         )  # fmt: skip
     if k == "executor":

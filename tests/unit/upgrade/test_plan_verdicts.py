@@ -251,6 +251,6 @@ def test_migrate_refuses_a_state_rewrite_and_changes_nothing(live):
     with pytest.raises(UserError) as refused:
         migrate(Target(spec.checkpoint, str(tmp / "snaps"), spec.name, changed))
     assert refused.value.exit_code == ExitCode.UPGRADE_MIGRATE
-    assert "state_store 'hdfs' -> 'rocksdb' is migrate" in str(refused.value)
+    assert "state_store 'hdfs' -> 'rocksdb' needs the state rewritten" in str(refused.value)
     assert (ck / "_statekeeper" / "job.json").read_bytes() == before
     assert not (tmp / "snaps").exists()  # refused before the snapshot
