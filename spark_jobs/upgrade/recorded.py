@@ -1,11 +1,10 @@
 """What a checkpoint and its table hold, read from files (no Spark): the binding, the offset
 log's pinned confs, each operator's metadata and the state schema Spark stored, the Delta
-table's schema, and the input a replay would need."""
+table's schema, and the input a replay would need (:mod:`.replay`)."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from spark_jobs.checkpoints.layout import Layout, filesystem, read_layout
 from spark_jobs.checkpoints.validate import PROVIDER_CONF, SHUFFLE_CONF
@@ -15,6 +14,7 @@ from spark_jobs.runtime import binding
 from spark_jobs.state.columnar import BUCKET
 from spark_jobs.upgrade import schemas
 from spark_jobs.upgrade.facts import Recorded
+from spark_jobs.upgrade.replay import replay_inputs
 
 # The state store providers' class names (the offset log's conf) -> the spec's state_store
 PROVIDERS = {"RocksDBStateStoreProvider": "rocksdb", "HDFSBackedStateStoreProvider": "hdfs"}
@@ -116,45 +116,3 @@ def _checkpointed_schema(table: str) -> schemas.Fields | None:
         if m and m.get("schemaString"):
             return schemas.json_fields(json.loads(m["schemaString"]))
     return None
-
-
-def replay_inputs(lay: Layout, inputs: dict[str, str]) -> list[dict[str, Any]]:
-    """What the checkpoint has read, per input, and whether it is still there: the files its
-    file sources logged against the landing folders now; a Kafka source's offsets from its first
-    batch to its last (whether the topic still holds them is the broker's retention)."""
-    from spark_jobs.checkpoints.unread import files_read, landing_files
-    from spark_jobs.contract.kafka import is_kafka
-
-    out: list[dict[str, Any]] = []
-    files = [u for u in inputs.values() if not is_kafka(u)]
-    if files:
-        read = files_read(lay).files
-        present: set[str] = set()
-        for uri in files:
-            present |= set(landing_files(uri))
-        gone = sorted(read - present)
-        out.append(
-            {
-                "kind": "files",
-                "from": ", ".join(files),
-                "files_read": len(read),
-                "still_there": len(read) - len(gone),
-                "gone": gone[:5],
-                "complete": not gone,
-            }
-        )
-    for kind, uri in inputs.items():
-        if is_kafka(uri):
-            first = lay.offsets[0] if lay.offsets else None
-            last = lay.last_committed
-            out.append(
-                {
-                    "kind": "kafka",
-                    "input": kind,
-                    "from": uri,
-                    "after_first_batch": lay.kafka_offsets(first) if first is not None else {},
-                    "after_last_batch": lay.kafka_offsets(last) if last is not None else {},
-                    "complete": None,  # the broker's retention decides; not asked here
-                }
-            )
-    return out

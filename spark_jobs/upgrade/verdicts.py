@@ -180,11 +180,14 @@ def _replay_text(rec: Recorded) -> str:
                 + ("(all still there)" if not gone else f"({gone} gone: {', '.join(i['gone'])})")
             )
         else:
-            parts.append(
-                f"{i['from']} from the offsets before its first batch to "
-                f"{i['after_last_batch']} (the broker's retention decides whether it still "
-                "holds them)"
+            held = (
+                f"(not known: {i['unknown_because']})"
+                if i["complete"] is None
+                else "(all still held)"
+                if i["complete"]
+                else f"(gone from partitions {i['lost']}: the topic's oldest offsets now)"
             )
+            parts.append(f"{i['from']} offsets {i['start']} to {i['end']} {held}")
     return "; ".join(parts) or "the job's input from its first batch"
 
 

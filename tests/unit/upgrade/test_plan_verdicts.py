@@ -254,3 +254,29 @@ def test_migrate_refuses_a_state_rewrite_and_changes_nothing(live):
     assert "state_store 'hdfs' -> 'rocksdb' needs the state rewritten" in str(refused.value)
     assert (ck / "_statekeeper" / "job.json").read_bytes() == before
     assert not (tmp / "snaps").exists()  # refused before the snapshot
+
+
+def test_a_kafka_replay_names_its_offsets_and_says_when_the_broker_cannot_tell(tmp_path):
+    """The offsets a replay needs: from the initial offsets Spark logged for the source to the
+    last committed batch's; whether the topic still holds them is the broker's to say, and an
+    unreachable broker makes it unknown, said so, never assumed."""
+    from spark_jobs.kafka.broker import free_port
+    from spark_jobs.upgrade.replay import replay_inputs
+
+    ck = make_checkpoint(tmp_path / "ckpt", batches=2)
+    (ck / "sources" / "0" / "0").write_bytes(b'\x00v1\n{"auth":{"0":5,"1":0}}')
+    for b, (p0, p1) in enumerate([(10, 4), (12, 9)]):
+        text = (ck / "offsets" / str(b)).read_text().splitlines()
+        text[-1] = json.dumps({"auth": {"0": p0, "1": p1}})
+        (ck / "offsets" / str(b)).write_text("\n".join(text))
+    from spark_jobs.checkpoints.layout import read_layout
+
+    uri = f"kafka://127.0.0.1:{free_port()}/auth"
+    (got,) = replay_inputs(read_layout(str(ck)), {"auth": uri})
+    assert got["start"] == {"0": 5, "1": 0} and got["end"] == {"0": 12, "1": 9}
+    assert got["complete"] is None and "did not answer" in got["unknown_because"]
+    from spark_jobs.upgrade.facts import Recorded
+
+    rec = Recorded(state_key=["user_id"], inputs=[got])
+    (c,) = verdicts.compare(rec, replace(rec, state_key=["user_id", "device"]), "fraud_alerts")
+    assert "offsets {'0': 5, '1': 0} to {'0': 12, '1': 9} (not known: Kafka at" in c.means
