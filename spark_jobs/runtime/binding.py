@@ -26,6 +26,7 @@ from spark_jobs.contract import paths
 from spark_jobs.contract.errors import ExitCode, UserError
 
 TABLES = "tables"  # the record's field: {"output": URI, "quarantine": URI}
+UPGRADES = "upgrades"  # the record's field: the changes ``upgrade migrate`` accepted, in order
 DECLARATION = "declaration"  # the record's field: JobDef.declaration() (the state's key)
 REBIND_FLAG = "--rebind-tables"
 

@@ -28,3 +28,6 @@ class Recorded(Facts):
     last_committed: int | None = None
     operators: list[str] = field(default_factory=list)
     inputs: list[dict[str, Any]] = field(default_factory=list)  # what replaying would read
+    # Output columns an earlier ``upgrade migrate`` accepted dropping: the table keeps them
+    # (rows written before hold values), so they differ for ever and are not a change again.
+    dropped: set[str] = field(default_factory=set)

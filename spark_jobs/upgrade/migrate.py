@@ -22,7 +22,6 @@ from spark_jobs.upgrade import verdicts
 from spark_jobs.upgrade.declared import fingerprint
 from spark_jobs.upgrade.plan import make_plan
 
-HISTORY = "upgrades"  # the binding's list of accepted upgrades
 REFUSED = {
     verdicts.REPARTITION: "needs checkpoint repartition first",
     verdicts.MIGRATE: "needs the state rewritten, which migrate does not do yet",
@@ -64,7 +63,7 @@ def _record(
     record = binding.read_binding(target.checkpoint) or {}
     record["fingerprint"] = fingerprint(target.spec)
     record[binding.DECLARATION] = definition(target.job).declaration()
-    record.setdefault(HISTORY, []).append(
+    record.setdefault(binding.UPGRADES, []).append(
         {
             "changes": [c.to_dict() for c in changes],
             "batch": plan["last_committed_batch"],

@@ -63,6 +63,12 @@ def read_recorded(checkpoint: str, table: str | None, inputs: dict[str, str]) ->
     if value is not None:
         out.state_value = value
     out.output = table_schema(out.table) if out.table else None
+    out.dropped = {
+        str(c["field"])
+        for up in record.get(binding.UPGRADES) or []
+        for c in up.get("changes") or []
+        if str(c.get("field", "")).startswith("output.") and c.get("after") is None
+    }
     out.inputs = replay_inputs(lay, inputs)
     return out
 

@@ -264,7 +264,7 @@ def _output(rec: Recorded, now: Facts) -> list[Change]:
                 "COLUMNS before the next run); rows already written hold null in it",
             )  # fmt: skip
         )
-    for name in [n for n in old if n not in new]:
+    for name in [n for n in old if n not in new and f"output.{n}" not in rec.dropped]:
         out.append(
             Change(
                 f"output.{name}",

@@ -280,3 +280,24 @@ def test_a_kafka_replay_names_its_offsets_and_says_when_the_broker_cannot_tell(t
     rec = Recorded(state_key=["user_id"], inputs=[got])
     (c,) = verdicts.compare(rec, replace(rec, state_key=["user_id", "device"]), "fraud_alerts")
     assert "offsets {'0': 5, '1': 0} to {'0': 12, '1': 9} (not known: Kafka at" in c.means
+
+
+def test_a_dropped_output_column_once_migrated_is_no_change(live, monkeypatch):
+    """The table keeps a column the job no longer writes (older rows hold values): after
+    ``migrate`` accepted dropping it, the plan finds nothing to do, not the same change again."""
+    from spark_jobs.upgrade import plan as plan_module
+    from spark_jobs.upgrade.migrate import migrate
+
+    spec, checkpoint, tmp = live
+    checkpoint()
+    declared = read_declared(spec)
+    assert declared.output is not None
+    without_ips = replace(declared, output=[f for f in declared.output if f[0] != "ips"])
+    monkeypatch.setattr(plan_module, "read_declared", lambda s: without_ips)
+    target = Target(spec.checkpoint, str(tmp / "snaps"), spec.name, spec)
+    before = make_plan(target, str(tmp / "out"))
+    assert [(c["field"], c["verdict"]) for c in before["changes"]] == [("output.ips", "compatible")]
+    done = migrate(target, str(tmp / "out"))
+    assert done["snapshot"] and binding.read_binding(spec.checkpoint)["upgrades"]
+    after = make_plan(target, str(tmp / "out"))
+    assert after["changes"] == [] and after["exit_code"] == 0
