@@ -31,10 +31,19 @@ REFUSED = {
 
 def migrate(target: Target, output: str | None = None) -> dict[str, Any]:
     from spark_jobs.checkpoints import queries, snapshots
+    from spark_jobs.checkpoints.validate import validate_checkpoint
 
     started = time.perf_counter()
     with JobLock(target.checkpoint, job=target.job, purpose="migrate"):
         queries.check_pending(target.checkpoint)  # a restore or repartition cut short first
+        report = validate_checkpoint(target.checkpoint)
+        if report.errors:
+            f = report.errors[0]
+            raise UserError(
+                f"checkpoint {target.checkpoint} does not validate ([{f.code}] {f.message}); "
+                f"{f.fix}; nothing changed",
+                exit_code=ExitCode.UNSAFE,
+            )
         plan = make_plan(target, output)
         changes: list[verdicts.Change] = plan["_changes"]
         refused = [c for c in changes if c.verdict != verdicts.COMPATIBLE]

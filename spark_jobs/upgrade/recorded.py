@@ -31,11 +31,17 @@ def read_recorded(checkpoint: str, table: str | None, inputs: dict[str, str]) ->
         raise UserError(
             f"no checkpoint at {checkpoint}: the job has not run there; nothing to plan"
         )
-    record = binding.read_binding(checkpoint)
-    if record is None or lay.last_committed is None:
+    if lay.last_committed is None:
         raise UserError(
             f"checkpoint {checkpoint} has no committed batch yet; its first run starts from the "
             "job as declared now, nothing to plan"
+        )
+    record = binding.read_binding(checkpoint)
+    if record is None:
+        raise UserError(
+            f"checkpoint {checkpoint} has no {binding.binding_path(checkpoint)}, so what its state "
+            "was built with is not known: it was not written by a Statekeeper run; nothing to "
+            "compare with"
         )
     bound = binding.bound_tables(checkpoint)
     out = Recorded(

@@ -301,3 +301,23 @@ def test_a_dropped_output_column_once_migrated_is_no_change(live, monkeypatch):
     assert done["snapshot"] and binding.read_binding(spec.checkpoint)["upgrades"]
     after = make_plan(target, str(tmp / "out"))
     assert after["changes"] == [] and after["exit_code"] == 0
+
+
+def test_one_line_refusals(live, tmp_path):
+    """No checkpoint, none committed, none bound: one line each, exit 2."""
+    spec, checkpoint, tmp = live
+    lines = []
+    for case in ("missing", "uncommitted", "unbound"):
+        ck = tmp / case
+        if case != "missing":
+            make_checkpoint(ck, batches=1)
+        if case == "uncommitted":
+            (ck / "commits" / "0").unlink()
+        with pytest.raises(UserError) as refused:
+            read_recorded(str(ck), None, spec.inputs)
+        assert refused.value.exit_code == ExitCode.USER_ERROR
+        lines.append(str(refused.value))
+    assert "no checkpoint at" in lines[0]
+    assert "no committed batch" in lines[1]
+    assert "job.json" in lines[2] and "not known" in lines[2]
+    assert all(len(line.splitlines()) == 1 for line in lines)
