@@ -8,7 +8,7 @@ from typing import Any
 from spark_jobs.checkpoints.roots import Target
 from spark_jobs.upgrade import verdicts
 from spark_jobs.upgrade.declared import read_declared
-from spark_jobs.upgrade.recorded import read_recorded
+from spark_jobs.upgrade.recorded import read_recorded, table_schema
 
 
 def make_plan(target: Target, output: str | None = None) -> dict[str, Any]:
@@ -19,11 +19,8 @@ def make_plan(target: Target, output: str | None = None) -> dict[str, Any]:
     spec: Any = target.spec
     table = paths.resolve(output) if output else None
     rec = read_recorded(target.checkpoint, table, spec.inputs)
-    if not rec.table:
-        rec.table = spec.output  # bound before tables were recorded: the spec's
-    if table is None and rec.output is None:
-        from spark_jobs.upgrade.recorded import table_schema
-
+    if not rec.table:  # bound before tables were recorded: the spec's
+        rec.table = spec.output
         rec.output = table_schema(rec.table)
     changes = verdicts.compare(rec, read_declared(spec), target.job)
     return {
