@@ -146,8 +146,16 @@ class JobDef:
 
     def declaration(self) -> dict[str, Any]:
         """What of the declaration the binding records beside the fingerprint (``declaration``):
-        compared only where a checkpoint recorded it, so older checkpoints are not refused."""
-        return {"state_key": list(self.state_key)} if self.state_key else {}
+        the key the job's own state is kept per and that state's schema (on the batched
+        executor it lives inside the bucket's blob, where Spark's schema check cannot see it).
+        Compared only where a checkpoint recorded it, so older checkpoints are not refused."""
+        out: dict[str, Any] = {}
+        if self.state_key:
+            out["state_key"] = list(self.state_key)
+        if self.state_schema is not None:
+            s = self.state_schema
+            out["state_schema"] = s if isinstance(s, str) else dict(s)
+        return out
 
     def check_spec(self, spec: Any) -> None:
         """The spec fits the job: the inputs it reads and valid parameters (one-line UserError)."""

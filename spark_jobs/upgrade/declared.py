@@ -30,4 +30,5 @@ def read_declared(spec: Any) -> Facts:
         # elsewhere (compared through the binding's state_format and time_mode only)
         state_value=schemas.ddl(state) if isinstance(state, str) else None,
         output=schemas.ddl(job.schema),
+        state_schema=job.declaration().get("state_schema"),
     )

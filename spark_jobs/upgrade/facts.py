@@ -16,6 +16,9 @@ class Facts:
     fingerprint: dict[str, Any] = field(default_factory=dict)
     state_key: list[str] | None = None  # the columns Spark keeps state per; None: unknown
     state_value: Fields | None = None  # the job's own state row; None: Spark's own or unknown
+    # The state as the job declares it (JobDef.state_schema: a DDL, or state variable -> DDL),
+    # as the binding recorded it or as declared now; None: not recorded
+    state_schema: str | dict[str, str] | None = None
     output: Fields | None = None  # the output table's columns; None: no table yet
 
 

@@ -61,7 +61,9 @@ def read_recorded(checkpoint: str, table: str | None, inputs: dict[str, str]) ->
         for _, m in sorted(lay.operators.items())
     ]
     key, value = stored_state_schema(lay)
-    declared_key = (record.get(binding.DECLARATION) or {}).get("state_key")
+    recorded_declaration = record.get(binding.DECLARATION) or {}
+    out.state_schema = recorded_declaration.get("state_schema")
+    declared_key = recorded_declaration.get("state_key")
     if declared_key is not None:
         out.state_key = list(declared_key)
     elif key is not None and [n for n, _ in key] != [BUCKET]:

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from spark_jobs.contract.errors import ExitCode
+from spark_jobs.upgrade import schemas
 from spark_jobs.upgrade.facts import Facts, Recorded
 
 COMPATIBLE, REPARTITION, MIGRATE, INCOMPATIBLE = (
@@ -75,10 +76,10 @@ class Change:
 
 def compare(rec: Recorded, now: Facts, job: str) -> list[Change]:
     """Every difference between what ``rec`` holds and what ``now`` declares."""
-    out = _fingerprint(rec, now, job) + _key(rec, now)
-    if rec.fingerprint.get("executor") == now.fingerprint.get("executor"):
-        # an executor change regroups the state rows itself (its own migrate verdict above)
-        out += _state(rec, now)
+    # an executor change regroups Spark's state rows (its own migrate verdict): their schemas
+    # then differ by design, the job's state as declared does not
+    same_rows = rec.fingerprint.get("executor") == now.fingerprint.get("executor")
+    out = _fingerprint(rec, now, job) + _key(rec, now) + _state(rec, now, same_rows)
     out += _output(rec, now)
     return out
 
@@ -209,15 +210,44 @@ def _key(rec: Recorded, now: Facts) -> list[Change]:
     return out
 
 
-def _state(rec: Recorded, now: Facts) -> list[Change]:
-    out: list[Change] = []
-    if rec.state_value is None or now.state_value is None:
+def _state(rec: Recorded, now: Facts, same_rows: bool) -> list[Change]:
+    """The state's fields: as the binding recorded the declaration when it did (what the job
+    means by its state, also inside the batched executor's blobs), else as Spark stored them."""
+    if rec.state_schema is not None and now.state_schema is not None:
+        old_s, new_s = rec.state_schema, now.state_schema
+        if isinstance(old_s, str) and isinstance(new_s, str):
+            return _fields(dict(schemas.ddl(old_s)), dict(schemas.ddl(new_s)), "state.")
+        old_v = old_s if isinstance(old_s, dict) else {}
+        new_v = new_s if isinstance(new_s, dict) else {}
+        out = []
+        for var in sorted(set(old_v) | set(new_v)):  # transformWithState: per state variable
+            if var not in old_v or var not in new_v:
+                out.append(
+                    Change(
+                        f"state.{var}",
+                        old_v.get(var),
+                        new_v.get(var),
+                        MIGRATE,
+                        f"state variable {var} is {'added' if var in new_v else 'removed'}: "
+                        "every key's state gets it from the rule, or loses it",
+                    )  # fmt: skip
+                )
+            else:
+                out += _fields(
+                    dict(schemas.ddl(old_v[var])), dict(schemas.ddl(new_v[var])), f"state.{var}."
+                )
         return out
-    old, new = dict(rec.state_value), dict(now.state_value)
+    if rec.state_value is None or now.state_value is None or not same_rows:
+        return []
+    return _fields(dict(rec.state_value), dict(now.state_value), "state.")
+
+
+def _fields(old: dict[str, str], new: dict[str, str], prefix: str) -> list[Change]:
+    out: list[Change] = []
     for name in [n for n in new if n not in old]:
         out.append(
             Change(
-                f"state.{name}",
+                f"{prefix}{name}",
                 None,
                 new[name],
                 MIGRATE,
@@ -228,7 +258,7 @@ def _state(rec: Recorded, now: Facts) -> list[Change]:
     for name in [n for n in old if n not in new]:
         out.append(
             Change(
-                f"state.{name}",
+                f"{prefix}{name}",
                 old[name],
                 None,
                 MIGRATE,
@@ -238,7 +268,7 @@ def _state(rec: Recorded, now: Facts) -> list[Change]:
     for name in [n for n in new if n in old and old[n] != new[n]]:
         out.append(
             Change(
-                f"state.{name}",
+                f"{prefix}{name}",
                 old[name],
                 new[name],
                 MIGRATE,

@@ -169,7 +169,8 @@ def test_migrate_records_the_declaration_after_a_snapshot(outcome):
     assert "accepted params.threshold 5 -> 3" in out
     b = outcome["binding"]
     assert b["fingerprint"]["params"]["threshold"] == 3
-    assert b["declaration"] == {"state_key": ["user_id"]}  # recorded at the first run
+    # recorded at the first run, kept by the migration
+    assert b["declaration"] == {"state_key": ["user_id"], "state_schema": "failures binary"}
     (up,) = b["upgrades"]
     assert up["snapshot"] and up["batch"] == 1
     assert [c["field"] for c in up["changes"]] == ["params.threshold"]

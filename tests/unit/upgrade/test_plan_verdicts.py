@@ -321,3 +321,43 @@ def test_one_line_refusals(live, tmp_path):
     assert "no committed batch" in lines[1]
     assert "job.json" in lines[2] and "not known" in lines[2]
     assert all(len(line.splitlines()) == 1 for line in lines)
+
+
+def test_the_declared_state_is_compared_where_the_binding_recorded_it(live):
+    """On the batched executor Spark stores a blob per bucket; the binding's declaration says
+    what the job keeps in it, so a field added there is seen (and one per state variable for
+    transformWithState)."""
+    spec, checkpoint, tmp = live
+    checkpoint(
+        key=("_bucket",),
+        declaration={"state_key": ["user_id"], "state_schema": "failures binary"},
+    )
+    batched = replace(spec, executor="batched")
+    assert plan_of(batched, tmp) == []
+    changes = plan_of(batched, tmp, state_schema="failures binary, devices array<string>")
+    assert [(c.field, c.after, c.verdict) for c in changes] == [
+        ("state.devices", "array<string>", "migrate")
+    ]
+    from spark_jobs.upgrade.facts import Recorded
+
+    old = {"health": "last_seen long, status string", "held": "t long"}
+    new = {"health": "last_seen long, status int", "seen": "n long"}
+    rec = Recorded(state_schema=old)
+    got = verdicts.compare(rec, replace(rec, state_schema=new), "service_health")
+    assert [(c.field, c.verdict) for c in got] == [
+        ("state.health.status", "migrate"),
+        ("state.held", "migrate"),
+        ("state.seen", "migrate"),
+    ]
+
+
+def test_run_refuses_a_changed_state_schema(tmp_path):
+    fp = {"job": "fraud_alerts"}
+    ck = tmp_path / "ckpt"
+    binding.check_and_bind(str(ck), fp, "spec", {"state_schema": "failures binary"})
+    (ck / "offsets").mkdir(parents=True)
+    (ck / "offsets" / "0").write_text("v1\n{}\n")
+    with pytest.raises(UserError) as refused:
+        binding.check_and_bind(str(ck), fp, "spec", {"state_schema": "failures binary, d int"})
+    assert "state_schema='failures binary'" in str(refused.value)
+    assert "upgrade plan fraud_alerts" in str(refused.value)
