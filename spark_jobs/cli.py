@@ -21,6 +21,7 @@ SUBCOMMAND_MODULES = (
     "spark_jobs.kafka.cli",
     "spark_jobs.eventlog.cli",
     "spark_jobs.tables.cli",
+    "spark_jobs.upgrade.cli",
 )
 
 

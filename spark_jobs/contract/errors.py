@@ -19,6 +19,12 @@ class ExitCode(IntEnum):
     UNSAFE = 4  # refused before writing: broken checkpoint, cut-short restore, foreign table writer
     CHECKPOINT_WARNINGS = 10  # ``checkpoint validate``: warnings only
     CHECKPOINT_ERRORS = 20  # ``checkpoint validate``: errors
+    # ``upgrade plan``: the worst verdict of the job's changes (0: nothing changed), and the
+    # code ``upgrade migrate`` refuses a change with (docs/upgrades.md)
+    UPGRADE_COMPATIBLE = 30  # takes effect for new events: ``upgrade migrate`` accepts it
+    UPGRADE_REPARTITION = 31  # ``checkpoint repartition`` first
+    UPGRADE_MIGRATE = 32  # the state must be rewritten
+    UPGRADE_INCOMPATIBLE = 33  # only a replay of input gets there
     INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, the shell's convention)
 
 

@@ -91,6 +91,9 @@ class JobDef:
     # The state kept per key by the job's own logic: a DDL string (applyInPandasWithState's
     # state row) or state variable -> DDL (transformWithState); None when Spark keeps it.
     state_schema: str | Mapping[str, str] | None = None
+    # The columns the job's own state is kept per (its groupBy): ``upgrade plan`` compares them
+    # with the key Spark stored; empty when Spark keeps the state (built-in operators).
+    state_key: tuple[str, ...] = ()
     # Part of the checkpoint binding: state written in an older layout is refused, not misread.
     state_format: str | None = None
     # spec -> the time mode Spark pins in the checkpoint (transformWithState), bound likewise.
@@ -139,6 +142,19 @@ class JobDef:
             out["time_mode"] = self.time_mode(spec)
         if self.state_format is not None:
             out["state_format"] = self.state_format
+        return out
+
+    def declaration(self) -> dict[str, Any]:
+        """What of the declaration the binding records beside the fingerprint (``declaration``):
+        the key the job's own state is kept per and that state's schema (on the batched
+        executor it lives inside the bucket's blob, where Spark's schema check cannot see it).
+        Compared only where a checkpoint recorded it, so older checkpoints are not refused."""
+        out: dict[str, Any] = {}
+        if self.state_key:
+            out["state_key"] = list(self.state_key)
+        if self.state_schema is not None:
+            s = self.state_schema
+            out["state_schema"] = s if isinstance(s, str) else dict(s)
         return out
 
     def check_spec(self, spec: Any) -> None:

@@ -138,6 +138,7 @@ JOB = JobDef(
     time_column="alert_time",
     build=build,
     shuffle_keys=keyed.shuffle_keys("auth", "user_id", Params),
+    state_key=("user_id",),
     params=Params,
     state_schema=STATE_SCHEMA,
     state_format="ordered-v1",  # state written before ordered mode is refused, not misread

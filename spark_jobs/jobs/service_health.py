@@ -86,6 +86,7 @@ JOB = JobDef(
     time_column="last_seen",
     build=build,
     shuffle_keys=grouped_by({"service-logs": "service"}),
+    state_key=("service",),
     settles_after=lambda spec: Params.of(spec).stale_after,
     params=Params,
     state_schema=STATE,

@@ -177,6 +177,7 @@ JOB = JobDef(
     time_column="session_end",
     build=build,
     shuffle_keys=keyed.shuffle_keys("clickstream", "user_id", Params),
+    state_key=("user_id",),
     settles_after=lambda spec: Params.of(spec).gap,
     params=Params,
     state_schema=STATE_SCHEMA,

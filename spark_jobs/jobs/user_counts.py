@@ -69,6 +69,7 @@ JOB = JobDef(
     time_column="last_event_time",
     build=build,
     shuffle_keys=grouped_by({"clickstream": "user_id"}),
+    state_key=("user_id",),
     sink="upsert",
     additive={"total_events": "sum", "purchases": "sum", "last_event_time": "max"},
     state_schema=STATE_SCHEMA,

@@ -26,6 +26,8 @@ from spark_jobs.contract import paths
 from spark_jobs.contract.errors import ExitCode, UserError
 
 TABLES = "tables"  # the record's field: {"output": URI, "quarantine": URI}
+UPGRADES = "upgrades"  # the record's field: the changes ``upgrade migrate`` accepted, in order
+DECLARATION = "declaration"  # the record's field: JobDef.declaration() (the state's key)
 REBIND_FLAG = "--rebind-tables"
 
 
@@ -84,28 +86,60 @@ def has_state(checkpoint: str) -> bool:
     return bool(fs.exists(p) and fs.ls(p))
 
 
-def check_and_bind(checkpoint: str, fingerprint: dict[str, Any], where: str) -> None:
-    """Refuse a spec that no longer matches its checkpoint; record it on first use."""
+def check_and_bind(
+    checkpoint: str,
+    fingerprint: dict[str, Any],
+    where: str,
+    declaration: dict[str, Any] | None = None,
+) -> None:
+    """Refuse a spec (or a declaration: the key its state is kept per) that no longer matches
+    its checkpoint; record them on first use. A declaration entry the checkpoint did not record
+    (bound by an older release) is recorded, not compared."""
     old = read_binding(checkpoint)
+    declaration = declaration or {}
     if old is not None and has_state(checkpoint):
         before = old.get("fingerprint", {})
-        changed = [
-            k for k in sorted(set(before) | set(fingerprint)) if before.get(k) != fingerprint.get(k)
-        ]
+        recorded = old.get(DECLARATION) or {}
+        changed = changes(before, fingerprint) + [
+            (k, recorded[k], v) for k, v in sorted(declaration.items())
+            if k in recorded and recorded[k] != v
+        ]  # fmt: skip
         if changed:
-            k = changed[0]
+            k, was, now = changed[0]
+            job = fingerprint.get("job") or before.get("job") or "JOB"
             raise UserError(
-                f"checkpoint {checkpoint} was written with {k}={before.get(k)!r} but {where} now "
-                f"gives {k}={fingerprint.get(k)!r}; Spark and the stored state depend on it: put it "
-                "back, or rebuild with a new --checkpoint into a new --output table (a new "
-                "checkpoint on the old table writes every row again; docs/checkpoints.md)"
+                f"checkpoint {checkpoint} was written with {k}={was!r} but {where} now gives "
+                f"{k}={now!r}; run python -m spark_jobs upgrade plan {job} to see what the change "
+                "does to the live state and how to apply it (docs/upgrades.md)"
             )
+        if any(k not in recorded for k in declaration):
+            write_binding(checkpoint, {**old, DECLARATION: {**declaration, **recorded}})
         return
     record = {
         "fingerprint": fingerprint,
+        DECLARATION: declaration,
         "bound_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     write_binding(checkpoint, record)
+
+
+def changes(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """``(name, recorded, declared)`` of each fingerprint entry that differs, a parameter by its
+    own name (``params.threshold``)."""
+    out = []
+    for k in sorted(set(before) | set(after)):
+        b, a = before.get(k), after.get(k)
+        if b == a:
+            continue
+        if k == "params" and isinstance(b, dict) and isinstance(a, dict):
+            out += [
+                (f"params.{p}", b.get(p), a.get(p))
+                for p in sorted(set(b) | set(a))
+                if b.get(p) != a.get(p)
+            ]
+        else:
+            out.append((k, b, a))
+    return out
 
 
 def bound_tables(checkpoint: str) -> dict[str, str] | None:

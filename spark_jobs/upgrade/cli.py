@@ -1,0 +1,62 @@
+"""``python -m spark_jobs upgrade (plan | migrate) JOB [--checkpoint URI] [--output URI]
+[--json]`` (CONTRACTS.md section 1)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from spark_jobs.contract.errors import UserError
+
+
+def _target(args: argparse.Namespace) -> Any:
+    from spark_jobs.checkpoints import roots
+    from spark_jobs.checkpoints.cli import looks_like_path
+
+    if looks_like_path(args.job):
+        raise UserError(f"upgrade {args.command_name} needs a job name, not {args.job}")
+    return roots.resolve(args.job, args.checkpoint or None)
+
+
+def _public(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if not k.startswith("_")}
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from spark_jobs.upgrade.plan import make_plan, render
+
+    p = make_plan(_target(args), args.output)
+    print(json.dumps(_public(p), indent=2, default=str) if args.json else render(p))
+    return int(p["exit_code"])
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from spark_jobs import eventlog
+    from spark_jobs.upgrade.migrate import migrate, render
+
+    t = _target(args)
+    r = migrate(t, args.output)
+    print(json.dumps(_public(r), indent=2, default=str) if args.json else render(r))
+    if r["changes"]:
+        eventlog.operation("upgrade", t, _public(r))
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "upgrade", help="what a change of a job does to its live state, and applying it"
+    )
+    sub = p.add_subparsers(dest="upgrade_command", required=True, parser_class=type(p))
+    for name, func, text in (
+        ("plan", cmd_plan, "one verdict per change; exit 0 only when nothing needs doing"),
+        ("migrate", cmd_migrate, "accept compatible changes on a stopped job (snapshot first)"),
+    ):
+        sp = sub.add_parser(name, help=text)
+        sp.add_argument("job")
+        sp.add_argument("--checkpoint", metavar="URI", help="the checkpoint (default: the spec's)")
+        sp.add_argument(
+            "--output", metavar="URI", help="the output table (default: the checkpoint's)"
+        )
+        sp.add_argument("--json", action="store_true", help="machine-readable output")
+        sp.set_defaults(func=func, command_name=name)

@@ -1,0 +1,60 @@
+"""``upgrade plan``: the checkpoint's record against the job as declared now, read from files
+(no Spark session)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spark_jobs.checkpoints.roots import Target
+from spark_jobs.upgrade import verdicts
+from spark_jobs.upgrade.declared import read_declared
+from spark_jobs.upgrade.recorded import read_recorded, table_schema
+
+
+def make_plan(target: Target, output: str | None = None) -> dict[str, Any]:
+    """The plan as ``--json`` prints it: every change with its verdict, the worst verdict and the
+    exit code it gives."""
+    from spark_jobs.contract import paths
+
+    spec: Any = target.spec
+    table = paths.resolve(output) if output else None
+    rec = read_recorded(target.checkpoint, table, spec.inputs)
+    if not rec.table:  # bound before tables were recorded: the spec's
+        rec.table = spec.output
+        rec.output = table_schema(rec.table)
+    changes = verdicts.compare(rec, read_declared(spec), target.job)
+    return {
+        "job": target.job,
+        "checkpoint": target.checkpoint,
+        "output": rec.table,
+        "last_committed_batch": rec.last_committed,
+        "operators": rec.operators,
+        "changes": [c.to_dict() for c in changes],
+        "worst": verdicts.worst(changes),
+        "exit_code": verdicts.exit_code(changes),
+        "_changes": changes,
+    }
+
+
+def render(plan: dict[str, Any]) -> str:
+    head = (
+        f"upgrade plan {plan['job']}: checkpoint {plan['checkpoint']} "
+        f"(last committed batch {plan['last_committed_batch']}), table {plan['output']}"
+    )
+    changes = plan["_changes"]
+    if not changes:
+        return head + "\nnothing changed: the job as declared matches its checkpoint and table"
+    lines = [head, *(f"  {c.line()}" for c in changes)]
+    lines.append(f"worst: {plan['worst']} (exit {plan['exit_code']}); {next_step(plan)}")
+    return "\n".join(lines)
+
+
+def next_step(plan: dict[str, Any]) -> str:
+    job, worst = plan["job"], plan["worst"]
+    if worst == verdicts.COMPATIBLE:
+        return f"python -m spark_jobs upgrade migrate {job} accepts it (snapshot first)"
+    if worst == verdicts.REPARTITION:
+        return "repartition first, as said above; then plan again"
+    if worst == verdicts.MIGRATE:
+        return "the state must be rewritten, which upgrade migrate does not do yet"
+    return "a replay into a new checkpoint and table is the only way there"
