@@ -139,10 +139,13 @@ def batched(stream: Any, p: Params, gap_ms: int, columns: list[str]) -> Any:
     pv = et == PAGE_VIEW
     code = F.when(pv, 0).when(et == PURCHASE, 1).when(et == CHECKOUT, 2).otherwise(3)
     cols = [
-        "user_id", "event_time", F.when(pv, F.col("event_id")).alias("event_id"),
+        "user_id",
+        "event_time",
+        F.when(pv, F.col("event_id")).alias("event_id"),
         code.cast("tinyint").alias("event_type"),  # the logic asks only which of three it is
-        F.when(pv, F.col("page")).alias("page"), "duration_sec",
-    ]  # fmt: skip
+        F.when(pv, F.col("page")).alias("page"),
+        "duration_sec",
+    ]
     update = partial(update_session_bucket, gap_ms, p.last_pages, columns)
     return keyed.bucketed(stream, "user_id", cols, p.buckets, update, SCHEMA)
 

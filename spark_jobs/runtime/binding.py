@@ -101,9 +101,10 @@ def check_and_bind(
         before = old.get("fingerprint", {})
         recorded = old.get(DECLARATION) or {}
         changed = changes(before, fingerprint) + [
-            (k, recorded[k], v) for k, v in sorted(declaration.items())
+            (k, recorded[k], v)
+            for k, v in sorted(declaration.items())
             if k in recorded and recorded[k] != v
-        ]  # fmt: skip
+        ]
         if changed:
             k, was, now = changed[0]
             job = fingerprint.get("job") or before.get("job") or "JOB"

@@ -16,8 +16,8 @@ from typing import Any
 
 from spark_jobs.checkpoints.roots import Target
 from spark_jobs.contract.errors import ExitCode, UserError
+from spark_jobs.contract.lock import JobLock
 from spark_jobs.runtime import binding
-from spark_jobs.runtime.lock import JobLock
 from spark_jobs.upgrade import verdicts
 from spark_jobs.upgrade.declared import fingerprint
 from spark_jobs.upgrade.plan import make_plan

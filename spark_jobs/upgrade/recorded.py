@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 
-from spark_jobs.checkpoints.layout import Layout, filesystem, read_layout
+from spark_jobs.checkpoints.files import filesystem
+from spark_jobs.checkpoints.layout import Layout, read_layout
 from spark_jobs.checkpoints.validate import PROVIDER_CONF, SHUFFLE_CONF
 from spark_jobs.contract import delta
 from spark_jobs.contract.errors import UserError

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from spark_jobs.checkpoints.layout import Layout, read_text
+from spark_jobs.checkpoints.files import read_text
+from spark_jobs.checkpoints.layout import Layout
 from spark_jobs.contract.kafka import is_kafka, parse
-from spark_jobs.runtime.lag import Offsets, kafka_offsets
+from spark_jobs.contract.lag import Offsets, kafka_offsets
 
 BROKER_TIMEOUT = 5.0  # seconds: a plan must not hang on an unreachable broker
 
@@ -88,9 +89,13 @@ def oldest_offsets(uri: str) -> tuple[dict[str, int], str | None]:
         return {}, "no Kafka client here"
     k = parse(uri)
     consumer = Consumer(
-        {"bootstrap.servers": k.bootstrap, "group.id": "statekeeper-upgrade-plan",
-         "enable.auto.commit": False, "log_level": 0}
-    )  # fmt: skip
+        {
+            "bootstrap.servers": k.bootstrap,
+            "group.id": "statekeeper-upgrade-plan",
+            "enable.auto.commit": False,
+            "log_level": 0,
+        }
+    )
     try:
         meta = consumer.list_topics(topic=k.topic, timeout=BROKER_TIMEOUT)
         t = meta.topics.get(k.topic)

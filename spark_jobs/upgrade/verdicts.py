@@ -128,46 +128,64 @@ def _setting(k: str, b: Any, a: Any, rec: Recorded, job: str) -> Change:
     """A spec setting or declaration fact the binding records (spark_jobs.runtime.binding)."""
     if k == "shuffle_partitions":
         return Change(
-            k, b, a, REPARTITION,
+            k,
+            b,
+            a,
+            REPARTITION,
             f"Spark pinned {b} state partitions in the offset log; run python -m spark_jobs "
             f"checkpoint repartition {job} --partitions {a} (RocksDB state only; snapshot first, "
             "keys keep their state)",
-        )  # fmt: skip
+        )
     if k == "state_store":
         return Change(
-            k, b, a, MIGRATE,
+            k,
+            b,
+            a,
+            MIGRATE,
             f"Spark refuses another state store provider on an existing checkpoint; every "
             f"key's state must be copied from the {b} store into a new {a} store at the last "
             "committed batch (rule: same rows, new files)",
-        )  # fmt: skip
+        )
     if k == "watermark_seconds":
         return Change(
-            k, b, a, MIGRATE,
+            k,
+            b,
+            a,
+            MIGRATE,
             f"the offset log carries the watermark computed with the {b:g}s delay and held events "
             f"and timers were judged by it; the watermark must be recomputed as the newest event "
             f"time seen minus {a:g}s before new input, so no open key is expired or admitted by the "
             "old delay",
-        )  # fmt: skip
+        )
     if k == "executor":
         return Change(
-            k, b, a, MIGRATE,
+            k,
+            b,
+            a,
+            MIGRATE,
             "the per-key executor keeps one state row per key, the batched one a row per hash "
             "bucket holding many keys: every key's state must be regrouped (rule: same per-key "
             "state, new rows)",
-        )  # fmt: skip
+        )
     if k in ("state_format", "time_mode"):
         return Change(
-            k, b, a, MIGRATE,
+            k,
+            b,
+            a,
+            MIGRATE,
             f"state written as {k}={b!r} is not readable as {a!r}: every key's state must be "
             "rewritten by a rule from the old layout to the new",
-        )  # fmt: skip
+        )
     # inputs, output mode, pattern, and anything the binding records that has no rule here
     return Change(
-        k, b, a, INCOMPATIBLE,
+        k,
+        b,
+        a,
+        INCOMPATIBLE,
         f"Spark and the stored state were built for {k}={b!r}; the state for {a!r} can only be "
         f"built from the input: replay into a new checkpoint and table: {_replay_text(rec)}",
         rec.inputs or None,
-    )  # fmt: skip
+    )
 
 
 def _replay_text(rec: Recorded) -> str:
@@ -205,7 +223,7 @@ def _key(rec: Recorded, now: Facts) -> list[Change]:
                 f"({', '.join(now.state_key)}) cannot be derived from it (what it adds is not in "
                 f"state): replay from batch 0 into a new checkpoint and table: {_replay_text(rec)}",
                 rec.inputs or None,
-            )  # fmt: skip
+            )
         )
     return out
 
@@ -230,7 +248,7 @@ def _state(rec: Recorded, now: Facts, same_rows: bool) -> list[Change]:
                         MIGRATE,
                         f"state variable {var} is {'added' if var in new_v else 'removed'}: "
                         "every key's state gets it from the rule, or loses it",
-                    )  # fmt: skip
+                    )
                 )
             else:
                 out += _fields(
@@ -253,7 +271,7 @@ def _fields(old: dict[str, str], new: dict[str, str], prefix: str) -> list[Chang
                 MIGRATE,
                 f"added to the state row: every key in state gets {name} ({new[name]}) from the "
                 "rule (a default, or a function of its old row)",
-            )  # fmt: skip
+            )
         )
     for name in [n for n in old if n not in new]:
         out.append(
@@ -263,7 +281,7 @@ def _fields(old: dict[str, str], new: dict[str, str], prefix: str) -> list[Chang
                 None,
                 MIGRATE,
                 f"removed from the state row: every key's {name} is dropped",
-            )  # fmt: skip
+            )
         )
     for name in [n for n in new if n in old and old[n] != new[n]]:
         out.append(
@@ -273,7 +291,7 @@ def _fields(old: dict[str, str], new: dict[str, str], prefix: str) -> list[Chang
                 new[name],
                 MIGRATE,
                 f"every key's {name} must be converted from {old[name]} to {new[name]} by a rule",
-            )  # fmt: skip
+            )
         )
     return out
 
@@ -292,7 +310,7 @@ def _output(rec: Recorded, now: Facts) -> list[Change]:
                 MIGRATE,
                 f"the table {rec.table} gains column {name} {new[name]} (ALTER TABLE ADD "
                 "COLUMNS before the next run); rows already written hold null in it",
-            )  # fmt: skip
+            )
         )
     for name in [n for n in old if n not in new and f"output.{n}" not in rec.dropped]:
         out.append(
@@ -302,7 +320,7 @@ def _output(rec: Recorded, now: Facts) -> list[Change]:
                 None,
                 COMPATIBLE,
                 f"new rows hold null in {name}; rows already written keep theirs",
-            )  # fmt: skip
+            )
         )
     for name in [n for n in new if n in old and old[n] != new[n]]:
         out.append(
@@ -314,6 +332,6 @@ def _output(rec: Recorded, now: Facts) -> list[Change]:
                 f"rows already written hold {name} as {old[name]}; the table cannot take "
                 f"{new[name]} rows: rebuild it from the input: {_replay_text(rec)}",
                 rec.inputs or None,
-            )  # fmt: skip
+            )
         )
     return out

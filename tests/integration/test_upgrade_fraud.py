@@ -28,8 +28,13 @@ IPS = ["10.0.0.1"]
 
 
 def auth(eid: str, user: str, minute: float, etype: str = "LOGIN_FAILED") -> dict:
-    return {"event_id": eid, "user_id": user, "event_type": etype, "ip": IPS[0],
-            "event_time": at(minute)}  # fmt: skip
+    return {
+        "event_id": eid,
+        "user_id": user,
+        "event_type": etype,
+        "ip": IPS[0],
+        "event_time": at(minute),
+    }
 
 
 def failures(user: str, minutes: list[float]) -> list[dict]:
@@ -105,8 +110,9 @@ def outcome(spark, tmp_path_factory):
         except UserError as exc:
             got["refused"] = exc
         ck = tmp / "ckpt" / "fraud_alerts"
-        got["batches_before"] = sorted(int(p.name) for p in (ck / "commits").iterdir()
-                                       if p.name.isdigit())  # fmt: skip
+        got["batches_before"] = sorted(
+            int(p.name) for p in (ck / "commits").iterdir() if p.name.isdigit()
+        )
         got["migrate"] = capsys.run("upgrade", "migrate", "fraud_alerts")
         got["snapshots"] = list_snapshots(str(tmp / "data" / "snapshots" / "fraud_alerts"))
         got["binding"] = json.loads((ck / "_statekeeper" / "job.json").read_text())
