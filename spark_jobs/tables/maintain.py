@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from spark_jobs import eventlog
 from spark_jobs.checkpoints import manifests, queries
 from spark_jobs.contract import delta, paths
 from spark_jobs.contract import maintenance as record
@@ -21,6 +22,7 @@ from spark_jobs.contract.errors import UserError
 from spark_jobs.contract.spec import JobSpec
 from spark_jobs.io import conflicts
 from spark_jobs.tables import plan
+from spark_jobs.tables import report as report_text
 from spark_jobs.tables.compact import compact
 from spark_jobs.tables.vacuum import data_files, vacuum
 
@@ -175,4 +177,8 @@ def maintain(job: Job, dry_run: bool = False, spark: Any = None) -> dict[str, An
     if not dry_run:
         finished = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         record.write(job.checkpoint, finished, seconds, report)
+        # the event log's row (``events JOB --kind maintenance``): a dry run changed nothing
+        eventlog.operation(
+            "maintenance", job, report_text.event_details(report), report_text.verdict(report)
+        )
     return report

@@ -58,3 +58,33 @@ def text(report: dict[str, Any]) -> str:
         lines.append(f"  after:      {_files(t['after'])}")
         lines += [f"  warning:    {w}" for w in t["warnings"]]
     return "\n".join(lines)
+
+
+def event_details(report: dict[str, Any]) -> dict[str, Any]:
+    """The ``maintenance`` row's details in the event log: per table its live files and bytes
+    before and after, the files compaction replaced and VACUUM deleted, each step's seconds."""
+    out: dict[str, Any] = {"seconds": report["seconds"]}
+    for t in report["tables"]:
+        if "skipped" in t:
+            out[t["role"]] = {"table": t["table"], "skipped": t["skipped"]}
+            continue
+        c, v = t["compaction"], t["vacuum"]
+        out[t["role"]] = {
+            "table": t["table"],
+            "before": {"files": t["before"]["files"], "bytes": t["before"]["bytes"]},
+            "after": {"files": t["after"]["files"], "bytes": t["after"]["bytes"]},
+            "compacted": {"files": c["files_removed"], "bytes": c["bytes_removed"]},
+            "vacuumed": {"files": v["files_deleted"], "bytes": v["bytes_deleted"]},
+            "retention_seconds": t["retention"]["seconds"],
+            "step_seconds": {
+                "settings": t["settings"]["seconds"],
+                "compaction": c["seconds"],
+                "vacuum": v["seconds"],
+            },
+        }
+    return out
+
+
+def verdict(report: dict[str, Any]) -> str:
+    """The row's ``reason``: ``warn`` when a table's report carries a warning, else ``pass``."""
+    return "warn" if any(t.get("warnings") for t in report["tables"]) else "pass"

@@ -1,5 +1,6 @@
-"""``table maintain`` on real Spark and real Delta: after compaction and VACUUM the oldest kept
-snapshot still restores, tables included, to exactly what they held at that snapshot; and
+"""``table maintain`` on real Spark and real Delta: a dry run changes nothing; after compaction
+and a VACUUM that deletes files, the oldest kept snapshot still restores, tables included, to
+exactly what they held at that snapshot, and the maintenance has its row in the event log; and
 maintenance beside a continuously running upsert job loses, doubles and fails nothing."""
 
 from __future__ import annotations
@@ -18,17 +19,26 @@ import pytest
 from spark_jobs.checkpoints.restore import restore
 from spark_jobs.checkpoints.roots import Target
 from spark_jobs.checkpoints.snapshots import take_snapshot
-from spark_jobs.contract import maintenance
+from spark_jobs.cli import main as cli_main
+from spark_jobs.contract import events, maintenance
 from spark_jobs.contract.blocks import Snapshots, Tables
 from spark_jobs.contract.spec import load_spec
+from spark_jobs.contract.table_settings import RETENTION_PROPERTY
 from spark_jobs.jobs.runner import run_job
 from spark_jobs.runtime.lock import JobLock
 from spark_jobs.tables import plan
+from spark_jobs.tables.compact import compact
 from spark_jobs.tables.maintain import Job, maintain
+from spark_jobs.tables.report import event_details
+from spark_jobs.tables.vacuum import data_files
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
+GRACE = 10.0  # seconds
+TIME_TRAVEL_GUARD = (
+    "spark.databricks.delta.vacuum.enforceTimeTravelWithinDeletedFileRetentionDuration"
+)
 TYPES = ["page_view", "checkout", "purchase"]
 
 
@@ -36,6 +46,7 @@ TYPES = ["page_view", "checkout", "purchase"]
 def _roots(monkeypatch, tmp_path):
     for kind in ("CHECKPOINT", "SNAPSHOT", "TABLE", "LANDING"):
         monkeypatch.setenv(f"STATEKEEPER_{kind}_ROOTS", str(tmp_path))
+    monkeypatch.setenv("STATEKEEPER_DATA", str(tmp_path / "data"))  # the event log: the test's
 
 
 def click(event_id: str, user: int, minute: int, kind: int) -> str:
@@ -63,14 +74,37 @@ def table_rows(spark, uri: str) -> list[tuple]:
     return sorted(tuple(str(v) for v in r) for r in spark.read.format("delta").load(uri).collect())
 
 
-@pytest.mark.timeout(2700)  # three runs, two maintenances, a restore: minutes on a busy box
-def test_oldest_snapshot_restores_after_maintain(spark, tmp_path, monkeypatch):
-    """Run, maintain, run, snapshot, run, maintain with a 1 s retention: the second VACUUM
-    deletes the files the first compaction replaced (removed before the snapshot's batch), keeps
-    those the snapshot's tables need, and the restore gives both tables as they were."""
-    monkeypatch.setattr(plan, "CLOCK_SLACK", 1.0)  # one clock here: no skew to allow for
-    # the restore below follows the maintenance within this (not a day later)
-    monkeypatch.setattr(plan, "RESTORE_GRACE", 150.0)
+def live(table: str) -> set[str]:
+    """The table's live data files (local paths), read with deltalake."""
+    from deltalake import DeltaTable
+
+    return {str(Path(u.removeprefix("file://"))) for u in DeltaTable(table).file_uris()}
+
+
+def on_disk(table: str) -> set[str]:
+    return set(data_files(table))
+
+
+def log_files(table: str) -> list[str]:
+    return sorted(p.name for p in (Path(table) / "_delta_log").iterdir())
+
+
+@pytest.mark.timeout(1800)  # five runs, a dry run, a maintenance, a restore: minutes when busy
+def test_oldest_snapshot_restores_after_maintain(spark, tmp_path, monkeypatch, capsys):
+    """A dry run changes nothing; then a compaction leaves files only the past needs, the
+    snapshot's batch runs, more batches, and ``maintain``: its VACUUM deletes the compaction's
+    leftovers (older than any snapshot) and keeps every file the snapshot's tables need, though
+    its own compaction has just replaced them; the restore gives both tables as they were then.
+
+    The tables' retention is 1 s, so only the snapshot's floor keeps those files: its age, no
+    clock slack (one clock), and a grace of seconds, not a day. In production the grace also
+    keeps Delta's time-travel guard (no restore further back than the table's retention) quiet
+    until the next maintenance; here that retention is asserted as the table property and the
+    guard turned off for the restore, so the leftovers need be only seconds older than the
+    snapshot's batch."""
+    monkeypatch.setattr(plan, "CLOCK_SLACK", 0.0)
+    # covers the seconds from the plan's "now" to its VACUUM (files removed in between too)
+    monkeypatch.setattr(plan, "RESTORE_GRACE", GRACE)
     spec = load_spec("windowed_counts").with_overrides(
         input=str(tmp_path / "land"),
         output=str(tmp_path / "out"),
@@ -87,64 +121,81 @@ def test_oldest_snapshot_restores_after_maintain(spark, tmp_path, monkeypatch):
     )
     target = Target(spec.checkpoint, str(tmp_path / "snaps"), spec.name, spec)
     job = Job(spec, spec.checkpoint, target.snapshot_root, spec.output)
-    for part in range(2):
-        write_part(tmp_path / "land", part)
-    run_job(spec, spark=spark)  # a batch per file: a quarantine file per batch
-    first = maintain(job, spark=spark)
-    assert sum(t["compaction"]["files_removed"] for t in first["tables"]) > 1
-    for t in first["tables"]:  # the job's session created them with every declared setting
-        assert t["settings"] == {**t["settings"], "set": {}, "unset": []}
-        assert t["retention"]["floors"]["delta"] == 1.0  # the spec's, as the table's own
-    time.sleep(180)  # the first compaction's tombstones: older than the next batch + the grace
+    both = (spec.output, spec.quarantine)
+    land = tmp_path / "land"
+    for part in range(3):  # a batch per file: batches 1 and 2 close an hour (an output file each)
+        write_part(land, part)
+    run_job(spec, spark=spark)  # and a quarantine file per batch
 
-    write_part(tmp_path / "land", 2)
+    # a compaction (maintain's own step) whose replaced files stay, as no VACUUM follows it here
+    for t in both:
+        assert compact(spark, t).files_removed > 1, t
+    compacted_at = time.time()  # no later than its tombstones
+    leftovers = {t: on_disk(t) - live(t) for t in both}
+    assert all(leftovers.values()), leftovers
+
+    write_part(land, 3)
+    run_job(spec, spark=spark)  # a new small file beside each compacted one
+    logs = {t: log_files(t) for t in both}
+    dry = maintain(job, dry_run=True, spark=spark)
+    for t in dry["tables"]:
+        assert t["compaction"]["would_rewrite_files"] == 2, t
+        assert t["before"] == t["after"], t
+        # the job's session created the tables with every declared setting
+        assert t["settings"]["set"] == {} and t["settings"]["unset"] == [], t
+        assert t["retention"]["floors"]["delta"] == 1.0  # the spec's, as the table's own
+    assert {t: log_files(t) for t in both} == logs  # no commit
+    assert maintenance.read(spec.checkpoint) is None
+    assert events.read(job=spec.name, kind="maintenance") == []  # a dry run is not logged
+
+    # the leftovers older than the snapshot's batch by the grace (and a second: rounded up)
+    time.sleep(max(0.0, compacted_at + GRACE + 2.0 - time.time()))
+    write_part(land, 4)
     run_job(spec, spark=spark)
     with JobLock(spec.checkpoint, job=spec.name, purpose="run"):  # as beside a continuous run
         snap = take_snapshot(target)
     assert snap["valid"], snap["findings"]
-    at_snapshot = {t: table_rows(spark, t) for t in (spec.output, spec.quarantine)}
+    at_snapshot = {t: table_rows(spark, t) for t in both}
+    needed = {t: live(t) for t in both}
 
-    write_part(tmp_path / "land", 3)
+    write_part(land, 5)
     run_job(spec, spark=spark)
-    second = maintain(job, spark=spark)
-    for t in second["tables"]:
-        assert t["retention"]["because"] == "oldest_snapshot"
+    report = maintain(job, spark=spark)
+    for t in report["tables"]:
+        table = t["table"]
+        assert t["retention"]["because"] == "oldest_snapshot", t["retention"]
+        # Delta's time-travel guard (and a hand-written VACUUM) gets the same retention
+        props = spark.sql(f"DESCRIBE DETAIL delta.`{table}`").first()["properties"]
+        assert plan.interval_seconds(props[RETENTION_PROPERTY]) == t["retention"]["seconds"]
         assert t["retention"]["oldest_snapshot"] == snap["id"]
-    assert sum(t["compaction"]["files_removed"] for t in second["tables"]) > 1
-    # what the first compaction replaced is gone; the files the snapshot's tables need are not
-    # (the figure VACUUM deleted is reported, not asserted: see the report's notes)
+        assert t["compaction"]["files_removed"] > 1, t
+        assert needed[table].isdisjoint(live(table))  # all replaced by this compaction...
+        assert needed[table] <= on_disk(table)  # ...and kept by the VACUUM
+        assert t["vacuum"]["files_deleted"] == len(leftovers[table]) > 0, t
+        assert leftovers[table].isdisjoint(on_disk(table))  # deleted from disk
     last = maintenance.read(spec.checkpoint)
-    assert last is not None and last.report["tables"] == json.loads(json.dumps(second["tables"]))
+    assert last is not None and last.report["tables"] == json.loads(json.dumps(report["tables"]))
+    (row,) = events.read(job=spec.name, kind="maintenance")
+    assert row["checkpoint"] == spec.checkpoint and row["reason"] == "pass"
+    assert events.details(row) == json.loads(json.dumps(event_details(report)))
+    for t in report["tables"]:
+        logged = events.details(row)[t["role"]]
+        assert logged["before"]["files"] == t["before"]["files"] > logged["after"]["files"]
+        assert logged["vacuumed"]["files"] == len(leftovers[t["table"]])
+    capsys.readouterr()
+    assert cli_main(["events", spec.name, "--kind", "maintenance"]) == 0
+    (shown,) = capsys.readouterr().out.splitlines()
+    assert " maintenance " in shown and "reason=pass" in shown and '"vacuumed"' in shown
 
-    done = restore(target, snap["id"], spark=spark)
+    spark.conf.set(TIME_TRAVEL_GUARD, "false")  # a day's grace's job, not this test's (above)
+    try:
+        done = restore(target, snap["id"], spark=spark)
+    finally:
+        spark.conf.unset(TIME_TRAVEL_GUARD)
     assert done["validation"]["exit_code"] == 0, done["validation"]
     assert all(q["table_version"] is not None for q in done["queries"])
     for t, expected in at_snapshot.items():
         assert table_rows(spark, t) == expected, t
-
-
-def test_dry_run_changes_nothing(spark, tmp_path):
-    spec = replace(
-        load_spec("windowed_counts").with_overrides(
-            input=str(tmp_path / "land"),
-            output=str(tmp_path / "out"),
-            checkpoint=str(tmp_path / "ckpt"),
-            trigger="available-now",
-        ),
-        state_store="hdfs",
-        shuffle_partitions=2,
-        max_files_per_trigger=1,
-    )
-    for part in range(3):  # a file a batch; batches 1 and 2 each close an hour: two output files
-        write_part(tmp_path / "land", part)
-    run_job(spec, spark=spark)
-    log = sorted(p.name for p in (tmp_path / "out" / "_delta_log").iterdir())
-    report = maintain(Job(spec, spec.checkpoint, str(tmp_path / "snaps"), spec.output), True, spark)
-    out = report["tables"][0]
-    assert out["compaction"]["would_rewrite_files"] > 1
-    assert out["before"] == out["after"]
-    assert sorted(p.name for p in (tmp_path / "out" / "_delta_log").iterdir()) == log
-    assert maintenance.read(spec.checkpoint) is None
 
 
 def _cli(*args: str) -> list[str]:
