@@ -109,8 +109,19 @@ def measure(env: dict[str, str], work: Path, part: int) -> dict[str, Any]:
         "quarantine": (delta.live_files(f"{out}/_quarantine") or delta.FileStats(0, 0)).to_dict(),
     }
     stats.update(_reads(out))
-    _cli(env, "generate", "clickstream", "--out", str(work / "land"), "--events", "200",
-         "--seed", str(10_000 + part), "--files", "1")  # fmt: skip
+    _cli(
+        env,
+        "generate",
+        "clickstream",
+        "--out",
+        str(work / "land"),
+        "--events",
+        "200",
+        "--seed",
+        str(10_000 + part),
+        "--files",
+        "1",
+    )
     _cli(env, "run", "sessions")
     stats["next_batch_ms"] = _last_batch_ms(work)
     return stats
@@ -141,17 +152,30 @@ def optimized_writes(batches: int, events_per_batch: int) -> dict[str, dict[str,
         with tempfile.TemporaryDirectory(prefix=f"bench-optimize-write-{arm}-") as tmp:
             work = Path(tmp)
             env = _env(work)
-            _cli(env, "generate", "clickstream", "--out", str(work / "land"),
-                 "--events", str(batches * events_per_batch), "--files", str(batches),
-                 "--bad-rate", "0.01")  # fmt: skip
+            _cli(
+                env,
+                "generate",
+                "clickstream",
+                "--out",
+                str(work / "land"),
+                "--events",
+                str(batches * events_per_batch),
+                "--files",
+                str(batches),
+                "--bad-rate",
+                "0.01",
+            )
             _cli(env, "run", "sessions", "--conf", f"{OPTIMIZE_WRITE_DEFAULT}={value}")
             ms = _batch_ms(work)[2:]
             files = {
                 t: (delta.live_files(str(work / p)) or delta.FileStats(0, 0)).files
                 for t, p in (("output", "out"), ("quarantine", "out/_quarantine"))
             }
-            out[arm] = {"batches": len(ms) + 2, "median_batch_ms": median(ms) if ms else None,
-                        **files}  # fmt: skip
+            out[arm] = {
+                "batches": len(ms) + 2,
+                "median_batch_ms": median(ms) if ms else None,
+                **files,
+            }
     return out
 
 
@@ -164,9 +188,19 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-table-maintain-") as tmp:
         work = Path(tmp)
         env = _env(work)
-        _cli(env, "generate", "clickstream", "--out", str(work / "land"),
-             "--events", str(args.batches * args.events_per_batch), "--files", str(args.batches),
-             "--bad-rate", "0.01")  # fmt: skip
+        _cli(
+            env,
+            "generate",
+            "clickstream",
+            "--out",
+            str(work / "land"),
+            "--events",
+            str(args.batches * args.events_per_batch),
+            "--files",
+            str(args.batches),
+            "--bad-rate",
+            "0.01",
+        )
         started = time.perf_counter()
         _cli(env, "run", "sessions")  # one micro-batch per file
         print(f"{args.batches} micro-batches in {time.perf_counter() - started:.0f} s", flush=True)
@@ -178,11 +212,15 @@ def main(argv: list[str] | None = None) -> int:
     rows = [
         ("output live files", before["output"]["files"], after["output"]["files"]),
         ("quarantine live files", before["quarantine"]["files"], after["quarantine"]["files"]),
-        ("output avg file bytes", before["output"]["average_bytes"], after["output"]["average_bytes"]),
+        (
+            "output avg file bytes",
+            before["output"]["average_bytes"],
+            after["output"]["average_bytes"],
+        ),
         ("Spark read (s)", before["spark_read_s"], after["spark_read_s"]),
         ("delta-rs read (s)", before["delta_rs_read_s"], after["delta_rs_read_s"]),
         ("next batch (ms)", before["next_batch_ms"], after["next_batch_ms"]),
-    ]  # fmt: skip
+    ]
     for name, b, a in rows:
         print(f"{name:24}{b!s:>14}{a!s:>14}")
     sys.stdout.flush()
@@ -190,9 +228,11 @@ def main(argv: list[str] | None = None) -> int:
         arms = optimized_writes(args.write_batches, args.events_per_batch)
         print(f"\noptimized writes, {args.write_batches} batches from scratch each")
         print(f"{'':24}{'on':>14}{'off':>14}")
-        for key, name in (("median_batch_ms", "median batch (ms)"),
-                          ("output", "output live files"),
-                          ("quarantine", "quarantine live files")):  # fmt: skip
+        for key, name in (
+            ("median_batch_ms", "median batch (ms)"),
+            ("output", "output live files"),
+            ("quarantine", "quarantine live files"),
+        ):
             print(f"{name:24}{arms['on'][key]!s:>14}{arms['off'][key]!s:>14}")
     return 0
 

@@ -106,7 +106,7 @@ def publish(
             "checkpoint): its files are checked against the live job's, so no row is added twice"
         )
     _check_live_checkpoint(live_ck, spec.output)
-    from spark_jobs.runtime.lock import JobLock
+    from spark_jobs.contract.lock import JobLock
 
     # No live checkpoint yet: no run, restore or rollback of it to keep out (and no folder made).
     lock = JobLock(live_ck, job=job, purpose="publish") if Path(live_ck).exists() else None

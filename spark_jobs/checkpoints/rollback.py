@@ -24,7 +24,7 @@ from spark_jobs.checkpoints.restore import local_checkpoint
 from spark_jobs.checkpoints.roots import Target
 from spark_jobs.checkpoints.validate import validate_checkpoint
 from spark_jobs.contract.errors import UserError
-from spark_jobs.runtime.lock import JobLock
+from spark_jobs.contract.lock import JobLock
 
 _STATE_VERSION = STATE_VERSION_NAME
 _BATCH = BATCH_NAME

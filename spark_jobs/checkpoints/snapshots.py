@@ -34,8 +34,7 @@ from spark_jobs.checkpoints.manifests import MANIFEST, list_snapshots, next_seq
 from spark_jobs.checkpoints.roots import Target
 from spark_jobs.contract import paths
 from spark_jobs.contract.errors import LockHeld, UserError
-from spark_jobs.contract.lock import FileLock
-from spark_jobs.runtime.lock import JobLock, holder
+from spark_jobs.contract.lock import FileLock, JobLock, holder
 
 FORMAT = 1
 # The lock is a live handle, not content; a pending marker belongs to the checkpoint it is in.

@@ -106,7 +106,7 @@ class LiveWriter:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def __enter__(self) -> LiveWriter:
-        from spark_jobs.runtime.lock import JobLock
+        from spark_jobs.contract.lock import JobLock
 
         make_checkpoint(self.root, batches=1, partitions=self.partitions, store="hdfs")
         self.committed = 0

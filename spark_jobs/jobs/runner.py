@@ -24,13 +24,13 @@ from typing import Any
 from spark_jobs import completeness, eventlog
 from spark_jobs.contract import delta, paths
 from spark_jobs.contract.errors import ExitCode, JobFailed, UserError
+from spark_jobs.contract.lock import JobLock
 from spark_jobs.contract.progress_log import BatchProgress, ProgressLog
 from spark_jobs.contract.spec import JobSpec
 from spark_jobs.io import events as ev
 from spark_jobs.io import sinks, sources
 from spark_jobs.jobs import definition, query_wait
 from spark_jobs.runtime import binding, progress, spark_errors
-from spark_jobs.runtime.lock import JobLock
 
 
 @dataclass

@@ -45,7 +45,7 @@ class Job:
 
 def check_not_busy(checkpoint: str) -> None:
     """Refuse while a restore/rollback/repartition holds the checkpoint or was cut short."""
-    from spark_jobs.runtime.lock import describe, holder
+    from spark_jobs.contract.lock import describe, holder
 
     queries.check_pending(checkpoint)
     try:

@@ -28,9 +28,17 @@ CLOCK_SLACK = 60.0
 # its floor covers it until the next (daily by default) maintenance raises it again.
 RESTORE_GRACE = 86400.0
 _UNITS = {
-    "second": 1, "seconds": 1, "minute": 60, "minutes": 60, "hour": 3600, "hours": 3600,
-    "day": 86400, "days": 86400, "week": 604800, "weeks": 604800,
-}  # fmt: skip
+    "second": 1,
+    "seconds": 1,
+    "minute": 60,
+    "minutes": 60,
+    "hour": 3600,
+    "hours": 3600,
+    "day": 86400,
+    "days": 86400,
+    "week": 604800,
+    "weeks": 604800,
+}
 _INTERVAL = re.compile(r"^\s*interval\s+(\d+(?:\.\d+)?)\s+([a-z]+)\s*$", re.IGNORECASE)
 
 

@@ -17,9 +17,9 @@ from spark_jobs.cli import main as cli_main
 from spark_jobs.contract import delta
 from spark_jobs.contract.blocks import Snapshots
 from spark_jobs.contract.errors import ExitCode
+from spark_jobs.contract.lock import JobLock
 from spark_jobs.contract.spec import load_spec
 from spark_jobs.jobs.runner import run_job
-from spark_jobs.runtime.lock import JobLock
 
 pytestmark = pytest.mark.integration
 

@@ -8,9 +8,9 @@ import pytest
 from jobkit import job_spec
 
 from spark_jobs.contract.errors import LockHeld, UserError
+from spark_jobs.contract.lock import JobLock
 from spark_jobs.generate import generate
 from spark_jobs.jobs.runner import run_job
-from spark_jobs.runtime.lock import JobLock
 
 pytestmark = pytest.mark.integration
 

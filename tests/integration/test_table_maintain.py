@@ -22,10 +22,10 @@ from spark_jobs.checkpoints.snapshots import take_snapshot
 from spark_jobs.cli import main as cli_main
 from spark_jobs.contract import events, maintenance
 from spark_jobs.contract.blocks import Snapshots, Tables
+from spark_jobs.contract.lock import JobLock
 from spark_jobs.contract.spec import load_spec
 from spark_jobs.contract.table_settings import RETENTION_PROPERTY
 from spark_jobs.jobs.runner import run_job
-from spark_jobs.runtime.lock import JobLock
 from spark_jobs.tables import plan
 from spark_jobs.tables.compact import compact
 from spark_jobs.tables.maintain import Job, maintain
@@ -248,8 +248,9 @@ def test_maintain_beside_a_continuous_upsert_run(tmp_path):
     maintain_args = ["table", "maintain", "user_counts", "--checkpoint", str(ck)]
     maintain_args += ["--output", str(out), "--snapshot-root", str(tmp_path / "snaps"), "--json"]
     land_file(0)
-    run = subprocess.Popen(_cli(*run_args), env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)  # fmt: skip
+    run = subprocess.Popen(
+        _cli(*run_args), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     reports = []
     try:
         i = 1
@@ -262,8 +263,13 @@ def test_maintain_beside_a_continuous_upsert_run(tmp_path):
             i += 1
             time.sleep(PACE)
         for _ in range(MAINTENANCES):  # while files keep landing
-            m = subprocess.Popen(_cli(*maintain_args), env=env, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True)  # fmt: skip
+            m = subprocess.Popen(
+                _cli(*maintain_args),
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
             while m.poll() is None:
                 assert run.poll() is None, run.communicate()[1][-3000:]
                 land_file(i)
