@@ -105,9 +105,10 @@ def partitions(target: KafkaUri, timeout: float = 30.0) -> int:
     return len(t.partitions)
 
 
-def end_offsets(target: KafkaUri, timeout: float = 10.0) -> dict[str, int]:
-    """The topic's end offset per partition now (``{"0": 123, ...}``); {} when it does not
-    exist. A broker that does not answer is a :class:`UserError`."""
+def watermarks(target: KafkaUri, timeout: float = 10.0) -> dict[str, tuple[int, int]]:
+    """The topic's (oldest, end) offset per partition now (``{"0": (0, 123), ...}``): what it
+    still holds; {} when it does not exist. A broker that does not answer is a
+    :class:`UserError`."""
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     n = partitions(target, timeout)
@@ -122,11 +123,18 @@ def end_offsets(target: KafkaUri, timeout: float = 10.0) -> dict[str, int]:
         }
     )
     try:
-        return {
-            str(p): int(c.get_watermark_offsets(TopicPartition(target.topic, p), timeout)[1])
-            for p in range(n)
-        }
+        out = {}
+        for p in range(n):
+            low, high = c.get_watermark_offsets(TopicPartition(target.topic, p), timeout)
+            out[str(p)] = (int(low), int(high))
+        return out
     except KafkaException as exc:
         raise UserError(f"Kafka at {target.bootstrap} does not answer: {exc}") from exc
     finally:
         c.close()
+
+
+def end_offsets(target: KafkaUri, timeout: float = 10.0) -> dict[str, int]:
+    """The topic's end offset per partition now (``{"0": 123, ...}``); {} when it does not
+    exist. A broker that does not answer is a :class:`UserError`."""
+    return {p: end for p, (_, end) in watermarks(target, timeout).items()}

@@ -9,7 +9,8 @@ from typing import Any
 
 from spark_jobs.checkpoints.files import read_text
 from spark_jobs.checkpoints.layout import Layout
-from spark_jobs.contract.kafka import is_kafka, parse
+from spark_jobs.contract.errors import UserError
+from spark_jobs.contract.kafka import is_kafka, parse, watermarks
 from spark_jobs.contract.lag import Offsets, kafka_offsets
 
 BROKER_TIMEOUT = 5.0  # seconds: a plan must not hang on an unreachable broker
@@ -84,31 +85,14 @@ def oldest_offsets(uri: str) -> tuple[dict[str, int], str | None]:
     """Partition -> the oldest offset the topic still holds (its low watermark), or the reason it
     could not be read."""
     try:
-        from confluent_kafka import Consumer, KafkaException, TopicPartition
+        import confluent_kafka  # noqa: F401 - only to say so when it is missing
     except ImportError:
         return {}, "no Kafka client here"
     k = parse(uri)
-    consumer = Consumer(
-        {
-            "bootstrap.servers": k.bootstrap,
-            "group.id": "statekeeper-upgrade-plan",
-            "enable.auto.commit": False,
-            "log_level": 0,
-        }
-    )
     try:
-        meta = consumer.list_topics(topic=k.topic, timeout=BROKER_TIMEOUT)
-        t = meta.topics.get(k.topic)
-        if t is None or t.error is not None:
-            return {}, f"topic {k.topic} not found"
-        out = {}
-        for p in t.partitions:
-            low, _ = consumer.get_watermark_offsets(
-                TopicPartition(k.topic, p), timeout=BROKER_TIMEOUT
-            )
-            out[str(p)] = int(low)
-        return out, None
-    except KafkaException as exc:
-        return {}, f"Kafka at {k.bootstrap} did not answer ({exc.args[0] if exc.args else exc})"
-    finally:
-        consumer.close()
+        held = watermarks(k, BROKER_TIMEOUT)
+    except UserError as exc:  # the broker's own words are the cause
+        return {}, f"Kafka at {k.bootstrap} did not answer ({exc.__cause__ or exc})"
+    if not held:
+        return {}, f"topic {k.topic} not found"
+    return {p: low for p, (low, _) in held.items()}, None
