@@ -137,6 +137,9 @@ def test_fingerprint_changes_with_what_state_depends_on():
             ["generate", "clickstream", "--out", "/tmp/x", "--events", "5", "--bad-rate", "2"],
             "between 0 and 1",
         ),
+        # upgrade's table option is held to the tables roots, as every command's is
+        (["upgrade", "plan", "sessions", "--output", "/etc/x"], "outside the tables roots"),
+        (["upgrade", "migrate", "sessions", "--output", "/etc/x"], "outside the tables roots"),
     ],
 )
 def test_user_errors_are_one_line_and_non_zero(argv, needle, capsys):
