@@ -152,19 +152,7 @@ def optimized_writes(batches: int, events_per_batch: int) -> dict[str, dict[str,
         with tempfile.TemporaryDirectory(prefix=f"bench-optimize-write-{arm}-") as tmp:
             work = Path(tmp)
             env = _env(work)
-            _cli(
-                env,
-                "generate",
-                "clickstream",
-                "--out",
-                str(work / "land"),
-                "--events",
-                str(batches * events_per_batch),
-                "--files",
-                str(batches),
-                "--bad-rate",
-                "0.01",
-            )
+            _land(env, work, batches, events_per_batch)
             _cli(env, "run", "sessions", "--conf", f"{OPTIMIZE_WRITE_DEFAULT}={value}")
             ms = _batch_ms(work)[2:]
             files = {
@@ -179,6 +167,24 @@ def optimized_writes(batches: int, events_per_batch: int) -> dict[str, dict[str,
     return out
 
 
+def _land(env: dict[str, str], work: Path, files: int, events_per_file: int) -> None:
+    """``files`` landed clickstream files (1 % bad lines) under ``work/land``: one micro-batch
+    each, as the spec's ``max_files_per_trigger: 1`` reads them."""
+    _cli(
+        env,
+        "generate",
+        "clickstream",
+        "--out",
+        str(work / "land"),
+        "--events",
+        str(files * events_per_file),
+        "--files",
+        str(files),
+        "--bad-rate",
+        "0.01",
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--batches", type=int, default=500)
@@ -188,19 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-table-maintain-") as tmp:
         work = Path(tmp)
         env = _env(work)
-        _cli(
-            env,
-            "generate",
-            "clickstream",
-            "--out",
-            str(work / "land"),
-            "--events",
-            str(args.batches * args.events_per_batch),
-            "--files",
-            str(args.batches),
-            "--bad-rate",
-            "0.01",
-        )
+        _land(env, work, args.batches, args.events_per_batch)
         started = time.perf_counter()
         _cli(env, "run", "sessions")  # one micro-batch per file
         print(f"{args.batches} micro-batches in {time.perf_counter() - started:.0f} s", flush=True)
