@@ -71,7 +71,7 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     ),
     "CONF_STATE_STORE": (
         ERROR,
-        "set state_store back to the pinned provider in the job spec; to change it, rebuild into a new output table with a new checkpoint (docs/checkpoints.md)",
+        "set state_store back to the pinned provider in the job spec, or move the state to the new store with python -m spark_jobs upgrade migrate JOB (upgrade plan JOB says what it does; docs/upgrades.md)",
     ),
     "RETAINED_FEWER": (
         WARNING,

@@ -1,5 +1,5 @@
 """``python -m spark_jobs upgrade (plan | migrate) JOB [--checkpoint URI] [--output URI]
-[--json]`` (CONTRACTS.md section 1)."""
+[--json]`` (migrate also ``[--with MODULE:FUNCTION]``) (CONTRACTS.md section 1)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     from spark_jobs.upgrade.migrate import migrate, render
 
     t = _target(args)
-    r = migrate(t, args.output)
+    r = migrate(t, args.output, with_fn=args.with_fn)
     print(json.dumps(_public(r), indent=2, default=str) if args.json else render(r))
     if r["changes"]:
         eventlog.operation("upgrade", t, _public(r))
@@ -52,7 +52,12 @@ def register(subparsers: Any) -> None:
     sub = p.add_subparsers(dest="upgrade_command", required=True, parser_class=type(p))
     for name, func, text in (
         ("plan", cmd_plan, "one verdict per change; exit 0 only when nothing needs doing"),
-        ("migrate", cmd_migrate, "accept compatible changes on a stopped job (snapshot first)"),
+        (
+            "migrate",
+            cmd_migrate,
+            "apply the changes to a stopped job's checkpoint, state rewritten where needed "
+            "(snapshot first)",
+        ),
     ):
         sp = sub.add_parser(name, help=text)
         sp.add_argument("job")
@@ -61,4 +66,11 @@ def register(subparsers: Any) -> None:
             "--output", metavar="URI", help="the output table (default: the checkpoint's)"
         )
         sp.add_argument("--json", action="store_true", help="machine-readable output")
+        if name == "migrate":
+            sp.add_argument(
+                "--with",
+                dest="with_fn",
+                metavar="MODULE:FUNCTION",
+                help="converts each key's old state row to the new one (None drops the key)",
+            )
         sp.set_defaults(func=func, command_name=name)

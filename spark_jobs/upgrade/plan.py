@@ -56,5 +56,8 @@ def next_step(plan: dict[str, Any]) -> str:
     if worst == verdicts.REPARTITION:
         return "repartition first, as said above; then plan again"
     if worst == verdicts.MIGRATE:
-        return "the state must be rewritten, which upgrade migrate does not do yet"
+        return (
+            f"python -m spark_jobs upgrade migrate {job} rewrites the state where this release "
+            "has a rule for the change (snapshot first; it refuses the rest, naming them)"
+        )
     return "a replay into a new checkpoint and table is the only way there"

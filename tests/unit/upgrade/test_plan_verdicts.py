@@ -245,13 +245,16 @@ def test_migrate_refuses_a_state_rewrite_and_changes_nothing(live):
     from spark_jobs.upgrade.migrate import migrate
 
     spec, checkpoint, tmp = live
-    ck = checkpoint(store="hdfs")
+    ck = checkpoint()
     before = (ck / "_statekeeper" / "job.json").read_bytes()
-    changed = replace(spec, params={**spec.params, "threshold": 3})  # compatible, beside it
+    # compatible (threshold) beside a migrate this release has no rewrite for (buckets)
+    changed = replace(spec, params={**spec.params, "threshold": 3, "buckets": 128})
     with pytest.raises(UserError) as refused:
         migrate(Target(spec.checkpoint, str(tmp / "snaps"), spec.name, changed))
     assert refused.value.exit_code == ExitCode.UPGRADE_MIGRATE
-    assert "state_store 'hdfs' -> 'rocksdb' needs the state rewritten" in str(refused.value)
+    assert "params.buckets 256 -> 128 needs a state rewrite this release does not have" in str(
+        refused.value
+    )
     assert (ck / "_statekeeper" / "job.json").read_bytes() == before
     assert not (tmp / "snaps").exists()  # refused before the snapshot
 
