@@ -73,9 +73,9 @@ def _check_checkpoint(value: str) -> None:
     from spark_jobs.contract.confine import checkpoint_path
 
     try:
-        checkpoint_path(value)
+        checkpoint_path(value, what="param checkpoint:")
     except UserError as exc:
-        raise ParamOutsideRoots(f"param checkpoint: {exc}; nothing was submitted") from None
+        raise ParamOutsideRoots(f"{exc}; nothing was submitted") from None
 
 
 def _check_kafka_input(uri: str, job: str | None) -> None:

@@ -53,25 +53,26 @@ def not_checkpoints() -> list[str]:
     return out
 
 
-def check_is_checkpoint(ck: str) -> None:
+def check_is_checkpoint(ck: str, what: str = "checkpoint") -> None:
     """Refuse a folder that is (or is inside) a Delta table, a job's output or Airflow's home."""
     for other in not_checkpoints():
         o = paths.given(other).rstrip("/")
         if ck == o or ck.startswith(o + "/"):
             raise UserError(
-                f"{ck} lies in {o}, which is not a checkpoint folder; name a checkpoint"
+                f"{what} {ck} lies in {o}, which is not a checkpoint folder; name a checkpoint"
             )
     local = paths.local_path(ck)
     if local is None:
         return
     for folder in (local, *local.parents):
         if delta.exists(str(folder)):
-            raise UserError(f"{ck} is inside the Delta table {folder}, not a checkpoint")
+            raise UserError(f"{what} {ck} is inside the Delta table {folder}, not a checkpoint")
 
 
-def checkpoint_path(uri: str) -> str:
+def checkpoint_path(uri: str, what: str = "checkpoint") -> str:
     """The checkpoint ``uri`` names, resolved and normalised, as every command may use it: inside
-    a checkpoint root and not a table; else a one-line refusal."""
-    ck = paths.confine(uri, "checkpoints", "checkpoint", spec_checkpoint_folders())
-    check_is_checkpoint(ck)
+    a checkpoint root and not a table; else a one-line refusal that starts with ``what`` (how
+    the path was given: the commands' ``checkpoint``, the DAG guard's ``param checkpoint:``)."""
+    ck = paths.confine(uri, "checkpoints", what, spec_checkpoint_folders())
+    check_is_checkpoint(ck, what)
     return ck
