@@ -61,9 +61,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         input=args.input, output=args.output, checkpoint=args.checkpoint, trigger=args.trigger
     )
     if args.checkpoint:
-        from spark_jobs.checkpoints.roots import checkpoint_path
+        from spark_jobs.contract.confine import checkpoint_path
 
-        # The rule every checkpoint command applies: a checkpoint run writes is one they accept.
+        # The rule every checkpoint command and the DAGs apply: one run writes is one they accept.
         checkpoint_path(args.checkpoint)
     run_for = parse_seconds(args.run_for, "--run-for") if args.run_for else None
     if run_for is not None and run_for <= 0:

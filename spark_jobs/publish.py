@@ -96,7 +96,7 @@ def publish(
         raise UserError(
             f"staged table {staged} is not a Delta table; run the backfill's job step first"
         )
-    from spark_jobs.checkpoints.roots import checkpoint_path
+    from spark_jobs.contract.confine import checkpoint_path
 
     live_ck = checkpoint_path(spec.checkpoint)
     staged_ck = checkpoint_path(staged_checkpoint) if staged_checkpoint else None

@@ -4,8 +4,10 @@ A param typed into the Trigger form is run by the worker with the worker's right
 ``output``, ``checkpoint`` and ``tables_root`` may only name folders under the roots that
 ``spark_jobs.contract.paths.roots`` lists (``<data>/landing``, ``<data>/tables``,
 ``<data>/checkpoints``, plus ``$STATEKEEPER_LANDING_ROOTS`` / ``$STATEKEEPER_TABLE_ROOTS`` /
-``$STATEKEEPER_CHECKPOINT_ROOTS``). Every operator that uses them checks first, so a task run
-alone (cleared, retried) refuses too, and the refusal fails the task without retries.
+``$STATEKEEPER_CHECKPOINT_ROOTS``); a ``checkpoint`` is held to the very rule the commands apply
+(``spark_jobs.contract.confine``), so one the guard lets through is one the run accepts. Every
+operator that uses them checks first, so a task run alone (cleared, retried) refuses too, and the
+refusal fails the task without retries.
 
 An ``input`` that is a ``kafka://`` URI is held to the job's own Kafka cluster instead
 (``spark_jobs.contract.kafka.check_cluster``, through the spec's overrides, as ``run --input``
@@ -57,9 +59,23 @@ def check_path_params(context: Any, job: str | None = None) -> None:
             # task that runs a job names it, and the job's own `run` applies the rule again.
             _check_kafka_input(value, job or rendered(params.get("job")))
             continue
+        if name == "checkpoint":
+            _check_checkpoint(value)
+            continue
         why = paths.outside_roots(value, kind, allow_root=allow_root)
         if why:
             raise ParamOutsideRoots(f"param {name}: {why}; nothing was submitted")
+
+
+def _check_checkpoint(value: str) -> None:
+    """The rule ``run --checkpoint`` and every checkpoint command apply (the specs' own
+    checkpoint folders count as roots; a table is no checkpoint), with their reason."""
+    from spark_jobs.contract.confine import checkpoint_path
+
+    try:
+        checkpoint_path(value, what="param checkpoint:")
+    except UserError as exc:
+        raise ParamOutsideRoots(f"{exc}; nothing was submitted") from None
 
 
 def _check_kafka_input(uri: str, job: str | None) -> None:

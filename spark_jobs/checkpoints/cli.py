@@ -10,6 +10,7 @@ from typing import Any
 
 from spark_jobs import eventlog
 from spark_jobs.checkpoints import roots
+from spark_jobs.contract import paths
 from spark_jobs.contract.blocks import Snapshots
 from spark_jobs.contract.errors import UserError
 
@@ -28,7 +29,7 @@ def _target(args: argparse.Namespace) -> roots.Target:
     if job and looks_like_path(job):
         raise UserError(f"--job {job}: give a job name; for a path use --checkpoint {job}")
     if given and looks_like_path(given):
-        if checkpoint and roots.normalise(checkpoint) != roots.normalise(given):
+        if checkpoint and paths.given(checkpoint) != paths.given(given):
             raise UserError(f"two checkpoints named: {given} and --checkpoint {checkpoint}")
         checkpoint = given
     elif given:

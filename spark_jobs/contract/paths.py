@@ -12,6 +12,8 @@ import os
 import re
 from pathlib import Path
 
+from spark_jobs.contract.errors import UserError
+
 # Project files Statekeeper keeps inside a Spark checkpoint (CONTRACTS.md section 4).
 STATEKEEPER_DIR = "_statekeeper"
 PROGRESS_FILE = "progress.jsonl"
@@ -134,6 +136,24 @@ def outside_roots(
         f"{uri} is outside the {kind} roots ({', '.join(allowed)}); use a path under one of "
         f"them or add its folder to ${ROOTS[kind][1]}"
     )
+
+
+def given(uri: str) -> str:
+    """A path someone gave (an option, a param), resolved as a spec path is and normalised; a URL
+    that climbs above its bucket is a user error."""
+    try:
+        return normalise(resolve(uri))
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+
+def confine(uri: str, kind: str, what: str, extra: tuple[str, ...] = ()) -> str:
+    """``uri`` resolved and normalised, if strictly inside a root of ``kind`` (or ``extra``); else
+    the one-line refusal naming ``what`` was given, the roots and the variable that adds one."""
+    why = outside_roots(uri, kind, extra=extra)
+    if why:
+        raise UserError(f"{what} {why}")
+    return given(uri)
 
 
 def events_table() -> str:

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from spark_jobs.contract import paths
 from spark_jobs.contract.errors import UserError
 
 
@@ -22,8 +23,8 @@ def cmd_maintain(args: argparse.Namespace) -> int:
     assert target.spec is not None  # resolved from a job name
     output = target.spec.output
     if args.output:
-        output = roots.confine(args.output, "tables", "--output")
-    if roots.normalise(output) == roots.normalise(target.checkpoint):
+        output = paths.confine(args.output, "tables", "--output")
+    if paths.given(output) == paths.given(target.checkpoint):
         raise UserError(f"--output {output} is the checkpoint; name the job's Delta table")
     job = Job(target.spec, target.checkpoint, target.snapshot_root, output)
     with _jvm_output_to_stderr():

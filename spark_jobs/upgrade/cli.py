@@ -7,6 +7,7 @@ import argparse
 import json
 from typing import Any
 
+from spark_jobs.contract import paths
 from spark_jobs.contract.errors import UserError
 
 
@@ -17,7 +18,7 @@ def _target(args: argparse.Namespace) -> Any:
     if looks_like_path(args.job):
         raise UserError(f"upgrade {args.command_name} needs a job name, not {args.job}")
     if args.output:  # held to the tables roots, as every command's table option is
-        args.output = roots.confine(args.output, "tables", "--output")
+        args.output = paths.confine(args.output, "tables", "--output")
     return roots.resolve(args.job, args.checkpoint or None)
 
 

@@ -1,7 +1,7 @@
 """The freshness alert's wiring through real Airflow (``dag.test()``, SQLite, Variables): the
 continuous job's watermark stops while the clock goes on, and ``freshness_watch`` raises ONE
 alert through the configured notifier however often it runs; the watermark catches up, ONE
-"recovered". (The lag arithmetic and the state machine: tests/unit/test_freshness.py.)"""
+"recovered". (The lag arithmetic and the state machine: tests/unit/plugins/test_freshness.py.)"""
 
 from __future__ import annotations
 

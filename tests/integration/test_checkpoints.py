@@ -250,7 +250,7 @@ CASES = {
 }
 
 
-# Kafka's findings need a Kafka source's offsets: tests/unit/test_kafka_units.py checks them.
+# Kafka's findings need a Kafka source's offsets: tests/unit/kafka/test_kafka_units.py checks them.
 KAFKA_CODES = {"SOURCE_CHANGED", "KAFKA_OFFSETS_UNREADABLE"}
 # A landing file the job never read needs a landing folder beside the checkpoint:
 # tests/unit/checkpoints/test_unread_landing_files.py checks it.

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-PLUGINS = Path(__file__).resolve().parents[2] / "plugins"
+PLUGINS = Path(__file__).resolve().parents[3] / "plugins"
 sys.path.insert(0, str(PLUGINS))
 
 pytestmark = pytest.mark.unit

@@ -23,7 +23,7 @@ from spark_jobs.jobs import definition
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 JOBS = [
     "dedup_events",
     "fraud_alerts",

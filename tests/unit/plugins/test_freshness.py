@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "plugins"))
 
 from spark_jobs.contract.blocks import Freshness  # noqa: E402
 from spark_jobs.contract.spec import load_spec  # noqa: E402

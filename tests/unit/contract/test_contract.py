@@ -20,7 +20,7 @@ from spark_jobs.contract.spec import load_spec, parse_spec
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 RAW = {"inputs": {"clickstream": "x"}, "output": "o", "checkpoint": "c", "watermark": "1 minute"}
 
 

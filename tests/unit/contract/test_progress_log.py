@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "plugins"))
 
 from spark_jobs.contract.progress_log import ProgressLog  # noqa: E402
 from spark_jobs.runtime import progress  # noqa: E402

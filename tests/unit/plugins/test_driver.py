@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "plugins"))
 
 from spark_jobs.contract import procs  # noqa: E402
 from statekeeper import driver  # noqa: E402

@@ -16,7 +16,7 @@ from spark_jobs.runtime import jars
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_every_cached_jar_has_its_pinned_digest():

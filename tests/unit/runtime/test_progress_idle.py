@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "plugins"))
 
 from spark_jobs.runtime import progress  # noqa: E402
 from statekeeper.health import ALIVE_VERDICTS, Thresholds, assess  # noqa: E402

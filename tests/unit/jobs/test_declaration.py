@@ -18,7 +18,7 @@ from spark_jobs.jobs.declaration import JobDef
 
 pytestmark = pytest.mark.unit
 
-JOBS_DIR = Path(__file__).resolve().parents[2] / "spark_jobs" / "jobs"
+JOBS_DIR = Path(__file__).resolve().parents[3] / "spark_jobs" / "jobs"
 
 
 def test_every_spec_has_a_declaration_it_fits():
