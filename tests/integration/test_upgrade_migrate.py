@@ -156,3 +156,77 @@ def test_the_job_continues_exactly_on_rocksdb(outcome):
     assert outcome["run"].input_rows == len(ARRIVAL_2)  # only the new file
     assert outcome["rows"] == expected(ARRIVAL_1 + ARRIVAL_2)
     assert any(n.endswith(".zip") for n in outcome["state_files"])  # RocksDB's files now
+
+
+def _hashes(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` but the lock file (its holder's record), by content."""
+    import hashlib
+
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != "lock"
+    }
+
+
+def test_a_kill_mid_migrate_leaves_the_checkpoint_as_it_was_and_a_rerun_finishes(
+    spark, tmp_path, monkeypatch
+):
+    """SIGKILL ``upgrade migrate`` (RocksDB -> HDFS-backed store) after Spark rewrote the state
+    into the new checkpoint, before the swap: the live checkpoint is byte for byte as it was,
+    the same command again clears what the killed one left and migrates, and the job continues
+    exactly on the HDFS-backed store."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from spark_jobs.upgrade.migrate import PAUSE_ENV
+
+    specs = tmp_path / "specs"
+    for k, v in {
+        "STATEKEEPER_SPECS": specs,
+        "STATEKEEPER_DATA": tmp_path / "data",
+        "STATEKEEPER_CHECKPOINT_ROOTS": tmp_path / "ckpt",
+        "STATEKEEPER_SNAPSHOT_ROOTS": tmp_path / "snaps",
+    }.items():
+        monkeypatch.setenv(k, str(v))
+    ck, land = tmp_path / "ckpt" / "user_counts", tmp_path / "land" / "clickstream"
+    write_spec(specs, tmp_path, "rocksdb", "10 minutes")
+    write_lines(land, "a1.json", ARRIVAL_1)
+    run_job(load_spec("user_counts"), spark=spark)
+    write_spec(specs, tmp_path, "hdfs", "10 minutes")
+    before = _hashes(ck)
+
+    err = tmp_path / "migrate.err"
+    root = Path(__file__).resolve().parents[2]
+    with err.open("w") as fh:
+        victim = subprocess.Popen(
+            [sys.executable, "-m", "spark_jobs", "upgrade", "migrate", "user_counts"],
+            cwd=root,
+            env={**os.environ, "PYTHONPATH": str(root), PAUSE_ENV: "rewritten"},
+            stdout=subprocess.DEVNULL,
+            stderr=fh,
+            start_new_session=True,
+        )
+    deadline = time.time() + 600
+    while "paused at rewritten" not in err.read_text() and victim.poll() is None:
+        assert time.time() < deadline, "the migration never reached its pause"
+        time.sleep(0.2)
+    assert victim.poll() is None, f"the migration ended on its own: {err.read_text()[-800:]}"
+    os.killpg(victim.pid, signal.SIGKILL)
+    victim.wait()
+
+    assert _hashes(ck) == before  # untouched
+    left = [p.name for p in ck.parent.iterdir() if p.name != "user_counts"]
+    assert len(left) == 1 and left[0].startswith(".user_counts.migrate-")  # the killed one's work
+
+    code, out, err_text = cli("upgrade", "migrate", "user_counts")
+    assert code == 0, err_text
+    assert "state rewritten (3 keys, rule: same rows) as batch 1" in out
+    assert [p.name for p in ck.parent.iterdir()] == ["user_counts"]
+    write_lines(land, "a2.json", ARRIVAL_2)
+    assert run_job(load_spec("user_counts"), spark=spark).input_rows == len(ARRIVAL_2)
+    assert rows(spark, str(tmp_path / "out")) == expected(ARRIVAL_1 + ARRIVAL_2)
+    assert any(p.name.endswith(".snapshot") for p in (ck / "state" / "0" / "0").iterdir())
