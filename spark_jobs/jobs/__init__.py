@@ -2,7 +2,10 @@
 :class:`~spark_jobs.jobs.declaration.JobDef`) is one job. Nothing lists them by hand.
 
 Jobs kept outside this package join through ``STATEKEEPER_JOB_MODULES``: a comma-separated list
-of dotted module names, imported from ``sys.path`` like any installed code. It is an environment
+of dotted module names, imported from ``sys.path`` like any installed code. Such a module may
+declare a job this package also declares: its ``JOB`` replaces the packaged one (a job's new
+code shipped beside the package; ``upgrade plan`` says what it does to the live state), while two
+of these modules declaring one name are refused. It is an environment
 variable on purpose: whoever deploys the Spark side sets it (as they set ``PYTHONPATH``), while
 specs and DAG params, which name data paths, can never make a run import code.
 """
@@ -46,6 +49,7 @@ def _discover(extra: tuple[str, ...]) -> dict[str, JobDef]:
     from spark_jobs.jobs.declaration import JobDef
 
     found: dict[str, JobDef] = {}
+    from_extra: set[str] = set()
     own = [f"{__name__}.{m.name}" for m in pkgutil.iter_modules(__path__)]
     for module_name in [*own, *extra]:
         try:
@@ -59,7 +63,20 @@ def _discover(extra: tuple[str, ...]) -> dict[str, JobDef]:
             if module_name in extra:
                 raise UserError(f"{EXTRA_MODULES_ENV}: module {module_name} defines no JOB")
             continue
-        if job.name in found:
+        if job.name in found and (module_name in own or job.name in from_extra):
             raise UserError(f"job {job.name!r} is declared twice (again in {module_name})")
+        if module_name in extra:  # a deployed module may replace a packaged job: its new code
+            from_extra.add(job.name)
+            _ship_by_value(module)
         found[job.name] = job
     return found
+
+
+def _ship_by_value(module: object) -> None:
+    """The module's functions travel to the Python workers with the job (pickled by value), so a
+    job's state function runs there without the module being installed on every executor."""
+    try:
+        from pyspark import cloudpickle
+    except ImportError:  # no Spark here (a tool reading declarations only)
+        return
+    cloudpickle.register_pickle_by_value(module)

@@ -79,8 +79,9 @@ class Rule:
 def _converter(
     function: str, job: str, index: int, binary: list[str], key_cols: list[str]
 ) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    fn = load_function(function, ship=True) if function else _job_rule(job, index)
+
     def convert(frames: Iterator[Any]) -> Iterator[Any]:
-        fn = load_function(function) if function else _job_rule(job, index)
         for frame in frames:
             out = []
             for text in frame[STATE]:
@@ -102,8 +103,12 @@ def _job_rule(job: str, index: int) -> Callable[[dict[str, Any]], dict[str, Any]
     return rules[index].convert  # type: ignore[no-any-return]
 
 
-def load_function(spec: str) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
-    """``MODULE:FUNCTION`` imported from ``sys.path``; a one-line UserError otherwise."""
+def load_function(
+    spec: str, ship: bool = False
+) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
+    """``MODULE:FUNCTION`` imported from ``sys.path``; a one-line UserError otherwise. ``ship``:
+    the module's functions travel to the Python workers by value (it need not be installed
+    there)."""
     module, sep, name = spec.partition(":")
     if not sep or not module or not name.isidentifier():
         raise UserError(f"--with {spec!r}: write MODULE:FUNCTION, e.g. my_rules:add_pages")
@@ -115,6 +120,10 @@ def load_function(spec: str) -> Callable[[dict[str, Any]], dict[str, Any] | None
         raise UserError(f"--with {spec}: module {module} has no {name}") from None
     if not callable(fn):
         raise UserError(f"--with {spec}: {name} is not a function")
+    if ship:
+        from pyspark import cloudpickle
+
+        cloudpickle.register_pickle_by_value(importlib.import_module(module))
     return fn  # type: ignore[no-any-return]
 
 

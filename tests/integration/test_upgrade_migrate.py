@@ -230,3 +230,52 @@ def test_a_kill_mid_migrate_leaves_the_checkpoint_as_it_was_and_a_rerun_finishes
     assert run_job(load_spec("user_counts"), spark=spark).input_rows == len(ARRIVAL_2)
     assert rows(spark, str(tmp_path / "out")) == expected(ARRIVAL_1 + ARRIVAL_2)
     assert any(p.name.endswith(".snapshot") for p in (ck / "state" / "0" / "0").iterdir())
+
+
+def test_new_code_adds_a_state_field_and_a_column_and_migrate_fills_it_with_a_rule(
+    spark, tmp_path, monkeypatch
+):
+    """v1 runs; v2 (tests/integration/jobs_v2/user_counts_v2.py, deployed through
+    STATEKEEPER_JOB_MODULES) keeps page_views in state and writes it. ``plan`` calls the new
+    state field and the new column ``migrate``; ``migrate --with`` gives each key in state its
+    page views from its v1 totals and adds the column to the table; the next run reads only the
+    new file and the table's page_views equal every page view each user made."""
+    from spark_jobs.jobs import EXTRA_MODULES_ENV
+
+    specs = tmp_path / "specs"
+    for k, v in {
+        "STATEKEEPER_SPECS": specs,
+        "STATEKEEPER_DATA": tmp_path / "data",
+        "STATEKEEPER_CHECKPOINT_ROOTS": tmp_path / "ckpt",
+        "STATEKEEPER_SNAPSHOT_ROOTS": tmp_path / "snaps",
+    }.items():
+        monkeypatch.setenv(k, str(v))
+    land = tmp_path / "land" / "clickstream"
+    write_spec(specs, tmp_path, "rocksdb", "10 minutes")
+    write_lines(land, "a1.json", ARRIVAL_1)
+    run_job(load_spec("user_counts"), spark=spark)
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parent / "jobs_v2"))
+    monkeypatch.setenv(EXTRA_MODULES_ENV, "user_counts_v2")
+    code, out, _ = cli("upgrade", "plan", "user_counts")
+    assert code == ExitCode.UPGRADE_MIGRATE
+    assert "migrate      state.page_views: None -> 'bigint'" in out
+    assert "migrate      output.page_views: None -> 'bigint'" in out
+
+    code, out, err = cli(
+        "upgrade", "migrate", "user_counts", "--with", "nowhere_module:fn"
+    )  # a mistake first: one line, nothing changed
+    assert code == 2 and "cannot import nowhere_module" in err
+    code, out, err = cli(
+        "upgrade", "migrate", "user_counts", "--with", "user_counts_v2:page_views_from_totals"
+    )
+    assert code == 0, err
+    assert "rule: --with user_counts_v2:page_views_from_totals" in out
+    assert cli("upgrade", "plan", "user_counts")[0] == 0
+
+    write_lines(land, "a2.json", ARRIVAL_2)
+    assert run_job(load_spec("user_counts"), spark=spark).input_rows == len(ARRIVAL_2)
+    views = Counter(e["user_id"] for e in ARRIVAL_1 + ARRIVAL_2 if e["event_type"] == "page_view")
+    assert rows(spark, str(tmp_path / "out")) == [
+        (*r, views[r[0]]) for r in expected(ARRIVAL_1 + ARRIVAL_2)
+    ]
