@@ -1,16 +1,30 @@
-"""``upgrade migrate`` rewriting state (real Spark, Delta, RocksDB and HDFS-backed stores):
-``user_counts`` started on ``state_store: hdfs`` with a 10-minute watermark moves to RocksDB and a
-5-minute watermark in one migration, and continues exactly: the table holds the totals of every
-event once, the first batch after the migration reads only the new file, and the checkpoint's
-extra batch carries the new store and the recomputed watermark.
+"""``upgrade migrate`` rewriting state (real Spark, Delta, RocksDB and HDFS-backed stores), one
+``user_counts`` checkpoint through two migrations:
+
+1. v1 runs on RocksDB (arrival 1); the spec moves it to the HDFS-backed store and a 5-minute
+   watermark. ``plan`` says ``migrate`` for both; ``run`` refuses; a SIGKILL of ``upgrade
+   migrate`` after Spark rewrote the state (before the swap) leaves the live checkpoint byte for
+   byte as it was; the same command again clears the killed one's folder and migrates. The next
+   run (arrival 2) reads only the new file and the totals hold every event once.
+2. v2 of the code (tests/integration/jobs_v2/user_counts_v2.py, deployed through
+   STATEKEEPER_JOB_MODULES) keeps page_views in state and writes it; the spec goes back to
+   RocksDB. ``plan`` calls the new state field, the new column and the store ``migrate``;
+   ``migrate --with`` fills each key's page views from its v1 totals (a bad ``--with`` is one
+   line first); the next run (arrival 3) gives every user's page views over all three arrivals.
 
 One shared run of each step (module fixture); the tests assert on its outcome."""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -22,12 +36,17 @@ from spark_jobs.cli import main
 from spark_jobs.contract import paths
 from spark_jobs.contract.errors import ExitCode, UserError
 from spark_jobs.contract.spec import load_spec
+from spark_jobs.jobs import EXTRA_MODULES_ENV
 from spark_jobs.jobs.runner import run_job
+from spark_jobs.upgrade.migrate import PAUSE_ENV
 
 pytestmark = pytest.mark.integration
 
+ROOT = Path(__file__).resolve().parents[2]
+V2 = Path(__file__).parent / "jobs_v2"
 
-def click(eid: str, user: str, minute: float, etype: str = "page_view") -> dict:
+
+def click(eid: str, user: str, minute: float, etype: str) -> dict:
     return {
         "event_id": eid,
         "user_id": user,
@@ -37,24 +56,37 @@ def click(eid: str, user: str, minute: float, etype: str = "page_view") -> dict:
     }
 
 
-ARRIVAL_1 = [
-    click(f"a{i}", f"u{i % 3}", i, "purchase" if i % 4 == 0 else "page_view") for i in range(12)
-]
-ARRIVAL_2 = [
-    click(f"b{i}", f"u{i % 4}", 30 + i, "purchase" if i % 3 == 0 else "page_view") for i in range(9)
-]
+def arrival(tag: str, start: int, n: int, users: int, every: int) -> list[dict]:
+    """``n`` events a minute apart from ``start``, users in turn, every ``every``-th a purchase."""
+    return [
+        click(
+            f"{tag}{i}", f"u{i % users}", start + i, "purchase" if i % every == 0 else "page_view"
+        )
+        for i in range(n)
+    ]
 
 
-def expected(events: list[dict]) -> list[tuple]:
-    """Totals per user over ``events``, by the rule (CONTRACTS: one row per user, all events)."""
-    total, bought, last = Counter(), Counter(), {}
+ARRIVALS = [arrival("a", 0, 12, 3, 4), arrival("b", 30, 9, 4, 3), arrival("c", 60, 7, 5, 2)]
+
+
+def expected(events: list[dict], page_views: bool = False) -> list[tuple]:
+    """Totals per user over ``events``, by the rule (one row per user, every event once)."""
+    total, bought, views, last = Counter(), Counter(), Counter(), {}
     for e in events:
         u = e["user_id"]
         total[u] += 1
         bought[u] += e["event_type"] == "purchase"
-        minute = int(e["event_id"][1:]) + (30 if e["event_id"][0] == "b" else 0)
-        last[u] = max(last.get(u, -1), minute)
-    return sorted((u, total[u], bought[u], ts(last[u])) for u in total)
+        views[u] += e["event_type"] == "page_view"
+        last[u] = max(last.get(u, ts(0)), ts(_minute(e)))
+    out = [(u, total[u], bought[u], last[u]) for u in total]
+    return sorted((*r, views[r[0]]) if page_views else r for r in out)
+
+
+def _minute(e: dict) -> float:
+    from datetime import datetime
+
+    t = datetime.fromisoformat(e["event_time"].replace("Z", "+00:00"))
+    return (t - datetime.fromisoformat(at(0).replace("Z", "+00:00"))).total_seconds() / 60
 
 
 def write_spec(specs: Path, tmp: Path, store: str, watermark: str) -> None:
@@ -80,10 +112,46 @@ def cli(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+def hashes(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` but the lock file (its holder's record), by content."""
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != "lock"
+    }
+
+
+def kill_migrate_at(step: str, err: Path) -> None:
+    """``upgrade migrate user_counts`` as its own process, SIGKILLed when it reaches ``step``."""
+    with err.open("w") as fh:
+        victim = subprocess.Popen(
+            [sys.executable, "-m", "spark_jobs", "upgrade", "migrate", "user_counts"],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT), PAUSE_ENV: step},
+            stdout=subprocess.DEVNULL,
+            stderr=fh,
+            start_new_session=True,
+        )
+    deadline = time.time() + 600
+    while f"paused at {step}" not in err.read_text() and victim.poll() is None:
+        assert time.time() < deadline, "the migration never reached its pause"
+        time.sleep(0.2)
+    assert victim.poll() is None, f"the migration ended on its own: {err.read_text()[-800:]}"
+    os.killpg(victim.pid, signal.SIGKILL)
+    victim.wait()
+
+
+def _batch(ck: Path, b: int) -> dict:
+    return {
+        "offsets": (ck / "offsets" / str(b)).read_text().split("\n"),
+        "commit": json.loads((ck / "commits" / str(b)).read_text().split("\n")[1]),
+    }
+
+
 @pytest.fixture(scope="module")
 def outcome(spark, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("upgrade_migrate")
-    specs = tmp / "specs"
+    specs, ck, land = tmp / "specs", tmp / "ckpt" / "user_counts", tmp / "land" / "clickstream"
     mp = pytest.MonkeyPatch()
     for k, v in {
         "STATEKEEPER_SPECS": specs,
@@ -92,190 +160,109 @@ def outcome(spark, tmp_path_factory):
         "STATEKEEPER_SNAPSHOT_ROOTS": tmp / "snaps",
     }.items():
         mp.setenv(k, str(v))
-    got: dict = {"tmp": tmp}
-    ck = tmp / "ckpt" / "user_counts"
+    got: dict = {}
     try:
-        land = tmp / "land" / "clickstream"
-        write_spec(specs, tmp, "hdfs", "10 minutes")
-        write_lines(land, "a1.json", ARRIVAL_1)
+        # 1. v1 on RocksDB, then the HDFS-backed store and a 5-minute watermark
+        write_spec(specs, tmp, "rocksdb", "10 minutes")
+        write_lines(land, "a1.json", ARRIVALS[0])
         run_job(load_spec("user_counts"), spark=spark)
-        got["watermark_before"] = json.loads((ck / "commits" / "0").read_text().split("\n")[1])
-        write_spec(specs, tmp, "rocksdb", "5 minutes")
-        got["plan"] = cli("upgrade", "plan", "user_counts")
-        write_lines(land, "a2.json", ARRIVAL_2)
+        write_spec(specs, tmp, "hdfs", "5 minutes")
+        got["plan1"] = cli("upgrade", "plan", "user_counts")
+        write_lines(land, "a2.json", ARRIVALS[1])
         with pytest.raises(UserError) as refused:
             run_job(load_spec("user_counts"), spark=spark)
         got["refused"] = refused.value
-        got["migrate"] = cli("upgrade", "migrate", "user_counts")
-        got["leftovers"] = sorted(p.name for p in ck.parent.iterdir())
-        got["offsets_0"] = (ck / "offsets" / "0").read_text().split("\n")
-        got["offsets_1"] = (ck / "offsets" / "1").read_text().split("\n")
-        got["commit_1"] = json.loads((ck / "commits" / "1").read_text().split("\n")[1])
+        got["before_kill"] = hashes(ck)
+        kill_migrate_at("rewritten", tmp / "migrate.err")
+        got["after_kill"] = hashes(ck)
+        got["left_by_kill"] = sorted(p.name for p in ck.parent.iterdir())
+        got["migrate1"] = cli("upgrade", "migrate", "user_counts")
+        got["left_after"] = sorted(p.name for p in ck.parent.iterdir())
+        got["batch0"], got["batch1"] = _batch(ck, 0), _batch(ck, 1)
+        got["plan1_after"] = cli("upgrade", "plan", "user_counts")
+        got["run2"] = run_job(load_spec("user_counts"), spark=spark)
+        got["rows2"] = rows(spark, str(tmp / "out"))
+        got["files2"] = sorted(p.name for p in (ck / "state" / "0" / "0").iterdir())
+
+        # 2. v2 of the code, back on RocksDB
+        mp.syspath_prepend(str(V2))
+        mp.setenv(EXTRA_MODULES_ENV, "user_counts_v2")
+        write_spec(specs, tmp, "rocksdb", "5 minutes")
+        got["plan2"] = cli("upgrade", "plan", "user_counts")
+        got["bad_with"] = cli("upgrade", "migrate", "user_counts", "--with", "nowhere:fn")
+        got["migrate2"] = cli(
+            "upgrade", "migrate", "user_counts", "--with", "user_counts_v2:page_views_from_totals"
+        )
+        got["plan2_after"] = cli("upgrade", "plan", "user_counts")
         got["binding"] = json.loads((ck / "_statekeeper" / "job.json").read_text())
-        got["plan_after"] = cli("upgrade", "plan", "user_counts")
-        got["run"] = run_job(load_spec("user_counts"), spark=spark)
-        got["rows"] = rows(spark, str(tmp / "out"))
-        got["state_files"] = sorted(p.name for p in (ck / "state" / "0" / "0").iterdir())
+        write_lines(land, "a3.json", ARRIVALS[2])
+        got["run3"] = run_job(load_spec("user_counts"), spark=spark)
+        got["rows3"] = rows(spark, str(tmp / "out"))
+        got["files3"] = sorted(p.name for p in (ck / "state" / "0" / "0").iterdir())
         yield got
     finally:
         mp.undo()
 
 
-def test_plan_says_migrate_for_the_store_and_the_watermark(outcome):
-    code, out, _ = outcome["plan"]
+def test_plan_says_migrate_for_the_store_and_the_watermark_and_run_refuses(outcome):
+    code, out, _ = outcome["plan1"]
     assert code == ExitCode.UPGRADE_MIGRATE
-    assert "migrate      state_store: 'hdfs' -> 'rocksdb'" in out
+    assert "migrate      state_store: 'rocksdb' -> 'hdfs'" in out
     assert "migrate      watermark_seconds: 600.0 -> 300.0" in out
-
-
-def test_run_refuses_until_migrated(outcome):
     assert "upgrade migrate JOB" in str(outcome["refused"])
 
 
-def test_migrate_rewrites_the_state_into_a_batch_that_reads_nothing(outcome):
-    code, out, err = outcome["migrate"]
+def test_a_kill_mid_migrate_leaves_the_checkpoint_as_it_was_and_a_rerun_finishes(outcome):
+    assert outcome["after_kill"] == outcome["before_kill"]  # the live checkpoint: untouched
+    killed = [n for n in outcome["left_by_kill"] if n != "user_counts"]
+    assert len(killed) == 1 and killed[0].startswith(".user_counts.migrate-")
+    code, out, err = outcome["migrate1"]
     assert code == 0, err
     assert "state rewritten (3 keys, rule: same rows) as batch 1" in out
-    assert outcome["leftovers"] == ["user_counts"]  # nothing left beside the checkpoint
-    version, meta, *sources = outcome["offsets_1"]
-    conf = json.loads(meta)["conf"]
+    assert outcome["left_after"] == ["user_counts"]  # the killed one's folder cleared
+    assert outcome["plan1_after"][0] == 0
+
+
+def test_the_extra_batch_reads_nothing_and_carries_the_store_and_the_new_watermark(outcome):
+    b0, b1 = outcome["batch0"], outcome["batch1"]
+    conf = json.loads(b1["offsets"][1])["conf"]
     assert conf["spark.sql.streaming.stateStore.providerClass"].endswith(
-        "RocksDBStateStoreProvider"
+        "HDFSBackedStateStoreProvider"
     )
-    assert sources == outcome["offsets_0"][2:]  # batch 0's source positions: nothing new read
+    assert b1["offsets"][2:] == b0["offsets"][2:]  # batch 0's source positions: nothing read
     # the next batch's watermark as if the 5-minute delay had always been used: 5 minutes later
-    before = outcome["watermark_before"]["nextBatchWatermarkMs"]
-    assert outcome["commit_1"]["nextBatchWatermarkMs"] == before + 5 * 60 * 1000
-    (up,) = outcome["binding"]["upgrades"]
-    assert up["rewrite"] == {"rule": "same rows", "keys": 3, "batch": 1}
-    assert outcome["binding"]["fingerprint"]["state_store"] == "rocksdb"
-    assert outcome["plan_after"][0] == 0
+    assert b1["commit"]["nextBatchWatermarkMs"] == b0["commit"]["nextBatchWatermarkMs"] + 300_000
 
 
-def test_the_job_continues_exactly_on_rocksdb(outcome):
-    assert outcome["run"].input_rows == len(ARRIVAL_2)  # only the new file
-    assert outcome["rows"] == expected(ARRIVAL_1 + ARRIVAL_2)
-    assert any(n.endswith(".zip") for n in outcome["state_files"])  # RocksDB's files now
+def test_the_job_continues_exactly_on_the_hdfs_backed_store(outcome):
+    assert outcome["run2"].input_rows == len(ARRIVALS[1])  # only the new file
+    assert outcome["rows2"] == expected(ARRIVALS[0] + ARRIVALS[1])
+    assert any(n.endswith(".snapshot") for n in outcome["files2"])
 
 
-def _hashes(folder: Path) -> dict[str, str]:
-    """Every file under ``folder`` but the lock file (its holder's record), by content."""
-    import hashlib
-
-    return {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file() and p.name != "lock"
-    }
-
-
-def test_a_kill_mid_migrate_leaves_the_checkpoint_as_it_was_and_a_rerun_finishes(
-    spark, tmp_path, monkeypatch
-):
-    """SIGKILL ``upgrade migrate`` (RocksDB -> HDFS-backed store) after Spark rewrote the state
-    into the new checkpoint, before the swap: the live checkpoint is byte for byte as it was,
-    the same command again clears what the killed one left and migrates, and the job continues
-    exactly on the HDFS-backed store."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    from spark_jobs.upgrade.migrate import PAUSE_ENV
-
-    specs = tmp_path / "specs"
-    for k, v in {
-        "STATEKEEPER_SPECS": specs,
-        "STATEKEEPER_DATA": tmp_path / "data",
-        "STATEKEEPER_CHECKPOINT_ROOTS": tmp_path / "ckpt",
-        "STATEKEEPER_SNAPSHOT_ROOTS": tmp_path / "snaps",
-    }.items():
-        monkeypatch.setenv(k, str(v))
-    ck, land = tmp_path / "ckpt" / "user_counts", tmp_path / "land" / "clickstream"
-    write_spec(specs, tmp_path, "rocksdb", "10 minutes")
-    write_lines(land, "a1.json", ARRIVAL_1)
-    run_job(load_spec("user_counts"), spark=spark)
-    write_spec(specs, tmp_path, "hdfs", "10 minutes")
-    before = _hashes(ck)
-
-    err = tmp_path / "migrate.err"
-    root = Path(__file__).resolve().parents[2]
-    with err.open("w") as fh:
-        victim = subprocess.Popen(
-            [sys.executable, "-m", "spark_jobs", "upgrade", "migrate", "user_counts"],
-            cwd=root,
-            env={**os.environ, "PYTHONPATH": str(root), PAUSE_ENV: "rewritten"},
-            stdout=subprocess.DEVNULL,
-            stderr=fh,
-            start_new_session=True,
-        )
-    deadline = time.time() + 600
-    while "paused at rewritten" not in err.read_text() and victim.poll() is None:
-        assert time.time() < deadline, "the migration never reached its pause"
-        time.sleep(0.2)
-    assert victim.poll() is None, f"the migration ended on its own: {err.read_text()[-800:]}"
-    os.killpg(victim.pid, signal.SIGKILL)
-    victim.wait()
-
-    assert _hashes(ck) == before  # untouched
-    left = [p.name for p in ck.parent.iterdir() if p.name != "user_counts"]
-    assert len(left) == 1 and left[0].startswith(".user_counts.migrate-")  # the killed one's work
-
-    code, out, err_text = cli("upgrade", "migrate", "user_counts")
-    assert code == 0, err_text
-    assert "state rewritten (3 keys, rule: same rows) as batch 1" in out
-    assert [p.name for p in ck.parent.iterdir()] == ["user_counts"]
-    write_lines(land, "a2.json", ARRIVAL_2)
-    assert run_job(load_spec("user_counts"), spark=spark).input_rows == len(ARRIVAL_2)
-    assert rows(spark, str(tmp_path / "out")) == expected(ARRIVAL_1 + ARRIVAL_2)
-    assert any(p.name.endswith(".snapshot") for p in (ck / "state" / "0" / "0").iterdir())
-
-
-def test_new_code_adds_a_state_field_and_a_column_and_migrate_fills_it_with_a_rule(
-    spark, tmp_path, monkeypatch
-):
-    """v1 runs; v2 (tests/integration/jobs_v2/user_counts_v2.py, deployed through
-    STATEKEEPER_JOB_MODULES) keeps page_views in state and writes it. ``plan`` calls the new
-    state field and the new column ``migrate``; ``migrate --with`` gives each key in state its
-    page views from its v1 totals and adds the column to the table; the next run reads only the
-    new file and the table's page_views equal every page view each user made."""
-    from spark_jobs.jobs import EXTRA_MODULES_ENV
-
-    specs = tmp_path / "specs"
-    for k, v in {
-        "STATEKEEPER_SPECS": specs,
-        "STATEKEEPER_DATA": tmp_path / "data",
-        "STATEKEEPER_CHECKPOINT_ROOTS": tmp_path / "ckpt",
-        "STATEKEEPER_SNAPSHOT_ROOTS": tmp_path / "snaps",
-    }.items():
-        monkeypatch.setenv(k, str(v))
-    land = tmp_path / "land" / "clickstream"
-    write_spec(specs, tmp_path, "rocksdb", "10 minutes")
-    write_lines(land, "a1.json", ARRIVAL_1)
-    run_job(load_spec("user_counts"), spark=spark)
-
-    monkeypatch.syspath_prepend(str(Path(__file__).parent / "jobs_v2"))
-    monkeypatch.setenv(EXTRA_MODULES_ENV, "user_counts_v2")
-    code, out, _ = cli("upgrade", "plan", "user_counts")
+def test_new_code_with_a_state_field_and_a_column_is_migrated_by_a_rule(outcome):
+    code, out, _ = outcome["plan2"]
     assert code == ExitCode.UPGRADE_MIGRATE
-    assert "migrate      state.page_views: None -> 'bigint'" in out
-    assert "migrate      output.page_views: None -> 'bigint'" in out
-
-    code, out, err = cli(
-        "upgrade", "migrate", "user_counts", "--with", "nowhere_module:fn"
-    )  # a mistake first: one line, nothing changed
-    assert code == 2 and "cannot import nowhere_module" in err
-    code, out, err = cli(
-        "upgrade", "migrate", "user_counts", "--with", "user_counts_v2:page_views_from_totals"
-    )
+    for line in (
+        "migrate      state.page_views: None -> 'bigint'",
+        "migrate      output.page_views: None -> 'bigint'",
+        "migrate      state_store: 'hdfs' -> 'rocksdb'",
+    ):
+        assert line in out
+    code, _, err = outcome["bad_with"]
+    assert code == 2 and "cannot import nowhere" in err and len(err.strip().splitlines()) == 1
+    code, out, err = outcome["migrate2"]
     assert code == 0, err
     assert "rule: --with user_counts_v2:page_views_from_totals" in out
-    assert cli("upgrade", "plan", "user_counts")[0] == 0
+    assert outcome["plan2_after"][0] == 0
+    ups = outcome["binding"]["upgrades"]
+    assert [u["rewrite"]["batch"] for u in ups] == [
+        1,
+        3,
+    ]  # after batch 2, one more that reads nothing
 
-    write_lines(land, "a2.json", ARRIVAL_2)
-    assert run_job(load_spec("user_counts"), spark=spark).input_rows == len(ARRIVAL_2)
-    views = Counter(e["user_id"] for e in ARRIVAL_1 + ARRIVAL_2 if e["event_type"] == "page_view")
-    assert rows(spark, str(tmp_path / "out")) == [
-        (*r, views[r[0]]) for r in expected(ARRIVAL_1 + ARRIVAL_2)
-    ]
+
+def test_v2_continues_exactly_with_every_page_view_counted(outcome):
+    assert outcome["run3"].input_rows == len(ARRIVALS[2])
+    assert outcome["rows3"] == expected(ARRIVALS[0] + ARRIVALS[1] + ARRIVALS[2], page_views=True)
+    assert any(n.endswith(".zip") for n in outcome["files3"])  # RocksDB's files again
