@@ -34,8 +34,6 @@ from spark_jobs.checkpoints.roots import Target
 from spark_jobs.contract import paths
 from spark_jobs.contract.errors import UserError
 
-PREVIEW_DIR = "preview"  # under the checkpoint's _statekeeper/
-
 
 def parse_since(text: str) -> tuple[int | None, float | None]:
     """(batch, None) for a batch number, (None, epoch seconds) for a time: ISO-8601 or a
@@ -232,7 +230,7 @@ def preview(
     _refuse_kafka(spec)
     table = output or (binding.bound_tables(target.checkpoint) or {}).get("output") or spec.output
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    root = Path(target.checkpoint) / paths.STATEKEEPER_DIR / PREVIEW_DIR / stamp
+    root = Path(target.checkpoint) / paths.STATEKEEPER_DIR / paths.PREVIEW_DIR / stamp
     if root.exists():
         raise UserError(f"a preview of {target.job} is already at {root}; try again in a second")
     started = time.perf_counter()

@@ -144,3 +144,24 @@ def test_samples_are_capped_and_nothing_is_nothing():
     assert d["added"]["count"] == 10 and len(d["added"]["samples"]) == 2
     empty = classify([], [], ["user_id"])
     assert all(empty[k] == {"count": 0, "samples": []} for k in ("added", "removed", "changed"))
+
+
+def test_a_kept_shadow_is_no_part_of_the_checkpoints_snapshots(tmp_path, monkeypatch):
+    from spark_jobs.checkpoints.roots import Target
+    from spark_jobs.checkpoints.snapshots import take_snapshot
+    from spark_jobs.checkpoints.synthetic import make_checkpoint
+
+    monkeypatch.setenv("STATEKEEPER_CHECKPOINT_ROOTS", str(tmp_path / "ck"))
+    monkeypatch.setenv("STATEKEEPER_SNAPSHOT_ROOTS", str(tmp_path / "snaps"))
+    t = Target(str(tmp_path / "ck" / "job"), str(tmp_path / "snaps" / "job"), "job")
+    ck = make_checkpoint(t.checkpoint, batches=3)
+    kept = ck / "_statekeeper" / "preview" / "20261126T000000Z"
+    make_checkpoint(kept / "checkpoint", batches=2)
+    (kept / "table" / "_delta_log").mkdir(parents=True)
+    (kept / "table" / "_delta_log" / "00000000000000000000.json").write_text("{}\n")
+    snap = take_snapshot(t)
+    from spark_jobs.checkpoints.manifests import find_snapshot
+
+    files = [f["path"] for f in find_snapshot(t.snapshot_root, snap["id"])["files"]]
+    assert files and not [f for f in files if "/preview/" in f]
+    assert snap["valid"]
