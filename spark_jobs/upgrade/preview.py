@@ -24,6 +24,7 @@ removed unless ``keep``.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -165,6 +166,8 @@ def _read_live(target: Target, since: str, table: str, root: Path) -> dict[str, 
     from spark_jobs.contract import delta
     from spark_jobs.contract.lock import JobLock
 
+    if not Path(target.checkpoint).is_dir():  # before the lock, which would create it
+        raise UserError(f"checkpoint {target.checkpoint} does not exist; nothing to preview")
     with JobLock(target.checkpoint, job=target.job, purpose="preview"):
         queries.check_pending(target.checkpoint)
         live = read_layout(target.checkpoint, sizes=False)
@@ -309,17 +312,13 @@ def render(r: dict[str, Any]) -> str:
     first, last = r["batches"]
     lines = [
         f"upgrade preview {r['job']}: batches {first}..{last} of checkpoint {r['checkpoint']} "
-        f"re-run as declared now from snapshot {r['snapshot']} ({r['input_files']} landing "
-        f"file(s), {r['shadow_run']['input_rows']} rows) against table {r['table']} version "
-        f"{r['live_version']}; by key ({', '.join(r['key'])}):",
+        f"re-run as declared now from snapshot {r['snapshot']}",
+        f"  over {r['input_files']} landing file(s), {r['shadow_run']['input_rows']} rows; against "
+        f"table {r['table']} version {r['live_version']}, by key ({', '.join(r['key'])}):",
     ]
     for name, what in (("added", "rows"), ("removed", "rows"), ("changed", "keys")):
         lines.append(f"  {name:<8} {r[name]['count']} {what}")
-        for s in r[name]["samples"]:
-            shown = (
-                f"{s['key']}: live {s['live']} -> shadow {s['shadow']}" if name == "changed" else s
-            )
-            lines.append(f"    {shown}")
+        lines += [f"    {json.dumps(s, default=str)}" for s in r[name]["samples"]]
     if r["shadow"]:
         lines.append(f"shadow kept at {r['shadow']} (remove it before the next snapshot)")
     else:
