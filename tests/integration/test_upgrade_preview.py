@@ -22,6 +22,7 @@ from test_upgrade_fraud import auth, failures, write_spec
 from spark_jobs.checkpoints import roots
 from spark_jobs.checkpoints.snapshots import take_snapshot
 from spark_jobs.cli import main
+from spark_jobs.contract import events
 from spark_jobs.contract.errors import ExitCode
 from spark_jobs.contract.lock import JobLock
 from spark_jobs.contract.spec import load_spec
@@ -93,6 +94,8 @@ def outcome(spark, tmp_path_factory):
         since = str(got["snapshot"]["batch"])
         got["preview"] = cli("upgrade", "preview", "fraud_alerts", "--since", since, "--json")
         got["after"] = digest(*live)
+        got["events"] = events.read("fraud_alerts")
+        got["commits"] = sorted(int(p.name) for p in (got["ck"] / "commits").glob("[0-9]*"))
         yield got
     finally:
         mp.undo()
@@ -119,6 +122,13 @@ def test_live_checkpoint_and_table_are_byte_identical(outcome):
     assert outcome["before"] == outcome["after"]
     assert len(outcome["before"]) > 20  # the hashes cover the real files
     assert not (outcome["ck"] / "_statekeeper" / "preview").exists()
+
+
+def test_the_shadow_run_adds_no_rows_to_the_event_log(outcome):
+    # the job's runs and batches only: the shadow's start, stop or batches are not the job's
+    assert not [r for r in outcome["events"] if "/preview/" in r["checkpoint"]]
+    batches = sorted(r["batch_id"] for r in outcome["events"] if r["kind"] == "batch")
+    assert batches == outcome["commits"] and len(batches) >= 3
 
 
 @pytest.mark.parametrize(
