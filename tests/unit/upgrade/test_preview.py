@@ -165,3 +165,23 @@ def test_a_kept_shadow_is_no_part_of_the_checkpoints_snapshots(tmp_path, monkeyp
     files = [f["path"] for f in find_snapshot(t.snapshot_root, snap["id"])["files"]]
     assert files and not [f for f in files if "/preview/" in f]
     assert snap["valid"]
+
+
+def test_the_shadow_landing_folder_holds_exactly_the_files_named(tmp_path):
+    from types import SimpleNamespace
+
+    from spark_jobs.upgrade.preview import stage_inputs
+
+    land = tmp_path / "land" / "auth"
+    land.mkdir(parents=True)
+    for name in ("a.json", "b.json", "c.json"):
+        (land / name).write_text(f'{{"event_id": "{name}"}}\n')
+    spec = SimpleNamespace(name="fraud_alerts", inputs={"auth": str(land)})
+    got = stage_inputs(spec, {str(land / "a.json"), str(land / "c.json")}, tmp_path / "shadow")
+    staged = Path(got["auth"])
+    assert sorted(p.name for p in staged.iterdir()) == ["a.json", "c.json"]
+    assert (staged / "a.json").read_text() == (land / "a.json").read_text()
+    with pytest.raises(UserError, match="is gone; the preview cannot read the same input"):
+        stage_inputs(spec, {str(land / "gone.json")}, tmp_path / "shadow2")
+    with pytest.raises(UserError, match="outside the landing folders"):
+        stage_inputs(spec, {str(tmp_path / "elsewhere.json")}, tmp_path / "shadow3")
