@@ -28,12 +28,13 @@ import json
 import os
 import shutil
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 from spark_jobs.checkpoints.roots import Target
 from spark_jobs.contract import paths
-from spark_jobs.contract.errors import UserError
+from spark_jobs.contract.errors import ExitCode, UserError
 
 
 def parse_since(text: str) -> tuple[int | None, float | None]:
@@ -212,7 +213,8 @@ def _bind_shadow(target: Target, ck: str, table: str) -> None:
         c = max(refused, key=lambda c: verdicts.VERDICTS.index(c.verdict))
         raise UserError(
             f"upgrade preview {target.job}: {c.field} {c.before!r} -> {c.after!r} "
-            f"{REFUSED[c.verdict]}, so the new code cannot run on the snapshot's state: {c.means}"
+            f"{REFUSED[c.verdict]}, so the new code cannot run on the snapshot's state: {c.means}",
+            exit_code=ExitCode(verdicts.EXIT_CODES[c.verdict]),
         )
     record = binding.read_binding(ck) or {}
     record["fingerprint"] = fingerprint(target.spec)
@@ -232,10 +234,9 @@ def preview(
     spec: Any = target.spec
     _refuse_kafka(spec)
     table = output or (binding.bound_tables(target.checkpoint) or {}).get("output") or spec.output
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    # two previews may start in one second: each its own folder, removed by itself only
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{uuid.uuid4().hex[:6]}"
     root = Path(target.checkpoint) / paths.STATEKEEPER_DIR / paths.PREVIEW_DIR / stamp
-    if root.exists():
-        raise UserError(f"a preview of {target.job} is already at {root}; try again in a second")
     started = time.perf_counter()
     try:
         live = _read_live(target, since, table, root)
