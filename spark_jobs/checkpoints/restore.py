@@ -105,7 +105,7 @@ def restore(
         if old_lock is not None:
             old_lock.acquire()  # no run may start (or be running) while we build and swap
         try:
-            _build(man, target.snapshot_root, staged)
+            build(man, target.snapshot_root, staged)
             report = validate_checkpoint(str(staged))
             if report.errors and not force:
                 first = report.errors[0]
@@ -188,7 +188,9 @@ def _swap(staged: Path, ck: Path, aside: Path, swapped: list[bool]) -> None:
     swapped.append(True)
 
 
-def _build(man: dict[str, Any], store_root: str, staged: Path) -> None:
+def build(man: dict[str, Any], store_root: str, staged: Path) -> None:
+    """Write snapshot ``man`` out as a checkpoint folder at ``staged`` (which must not exist),
+    checking every object's checksum on the way."""
     staged.mkdir(parents=True)
     base = staged.resolve()
     for f in man["files"]:

@@ -39,6 +39,8 @@ from spark_jobs.contract.lock import FileLock, JobLock, holder
 FORMAT = 1
 # The lock is a live handle, not content; a pending marker belongs to the checkpoint it is in.
 _SKIP = {f"{STATEKEEPER_DIR}/{paths.LOCK_FILE}", f"{STATEKEEPER_DIR}/{paths.PENDING_FILE}"}
+# A preview's shadow (kept with --keep) is a checkpoint and table of its own, not this one's.
+_SKIP_UNDER = f"{STATEKEEPER_DIR}/{paths.PREVIEW_DIR}/"
 CHUNK = 1 << 20
 
 
@@ -172,7 +174,7 @@ def _copy_files(target: Target, lay: Layout, snaps: list[dict[str, Any]], dry_ru
     out = _Copied()
     for rel in sorted(lay.files):
         info = lay.files[rel]
-        if rel in _SKIP or rel in lay.temp_files:
+        if rel in _SKIP or rel in lay.temp_files or rel.startswith(_SKIP_UNDER):
             continue
         try:
             is_link = local is not None and stat.S_ISLNK(os.lstat(local / rel).st_mode)

@@ -70,8 +70,10 @@ class SourceLog:
     newest_batch_files: list[int] = field(default_factory=list)  # per source
 
 
-def files_read(lay: Layout) -> SourceLog:
-    """Every file the checkpoint's file sources logged."""
+def files_read(lay: Layout, upto: dict[str, int] | None = None) -> SourceLog:
+    """Every file the checkpoint's file sources logged; with ``upto`` (source -> log batch, as a
+    batch's end offsets give it), only those logged at or before it: what the batches up to that
+    one read, not what a batch planned after it lists."""
     logs: dict[str, dict[int, str]] = {}  # source -> log batch -> relative path
     compact: dict[str, int] = {}
     for rel in lay.files:
@@ -91,11 +93,17 @@ def files_read(lay: Layout) -> SourceLog:
         for n in sorted(b for b in batches if b >= since):
             for line in read_text(lay.uri, batches[n]).split("\n")[1:]:
                 entry = _entry(line)
-                if entry is not None:
-                    out.files.add(file_key(entry[0]))
-                    in_newest += entry[1] == newest
+                if entry is None or _after(entry[1], (upto or {}).get(src)):
+                    continue
+                out.files.add(file_key(entry[0]))
+                in_newest += entry[1] == newest
         out.newest_batch_files.append(in_newest)
     return out
+
+
+def _after(batch: int | None, upto: int | None) -> bool:
+    """A log entry of a batch past ``upto`` (an entry naming no batch is kept)."""
+    return batch is not None and upto is not None and batch > upto
 
 
 def _entry(line: str) -> tuple[str, int | None] | None:

@@ -28,7 +28,7 @@ from spark_jobs.contract.errors import LockHeld, UserError
 # query; everything else is maintenance that releases the lock itself when done: the supervisor
 # waits for it and never takes it for a dead or stalled driver.
 RUN = "run"
-MAINTENANCE = ("restore", "rollback", "repartition", "snapshot", "publish", "migrate")
+MAINTENANCE = ("restore", "rollback", "repartition", "snapshot", "publish", "migrate", "preview")
 PURPOSES = (RUN, *MAINTENANCE)
 
 

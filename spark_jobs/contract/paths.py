@@ -22,6 +22,7 @@ BINDING_FILE = "job.json"
 PENDING_FILE = "pending.json"  # a restore, rollback or repartition cut short: runs refuse
 MAINTENANCE_FILE = "maintenance.json"  # the last `table maintain` report of the job's tables
 QUARANTINE_CHECKPOINT = "quarantine"  # the quarantine query's own checkpoint, under _statekeeper/
+PREVIEW_DIR = "preview"  # upgrade preview's shadow checkpoints and tables, under _statekeeper/
 QUARANTINE_TABLE = "_quarantine"  # under the job's output
 # The quality runs' results table (Delta, one row per expectation per run), under the job's output.
 QUALITY_DIR = "_quality"

@@ -34,12 +34,15 @@ class _Off:
         pass
 
 
+OFF = _Off()  # the log of a run that writes no rows
+
+
 def open_run(spec: JobSpec, **options: Any) -> Any:
     """Start logging a run of ``spec`` (the runner calls it under the checkpoint lock, before
     the query starts): the missing rows of earlier batches are written first. Returns the run's
     log; call its ``close(exception or None, stop signal)`` when the run ends."""
     if not enabled():
-        return _Off()
+        return OFF
     from spark_jobs.eventlog.runlog import RunLog
     from spark_jobs.runtime import progress
 

@@ -211,12 +211,15 @@ def run_job(
     spark: Any = None,
     new_checkpoint_for_existing_table: bool = False,
     rebind_tables: bool = False,
+    record_events: bool = True,
 ) -> RunSummary:
     """Run ``spec`` until its trigger says stop (available-now) or ``run_for`` seconds pass.
 
     ``new_checkpoint_for_existing_table``: let a new checkpoint write into tables that other
     queries already filled (every input row is written again). ``rebind_tables``: let a
-    committed checkpoint write its next batches into other tables than it is bound to."""
+    committed checkpoint write its next batches into other tables than it is bound to.
+    ``record_events``: False for a run that is not the job's (``upgrade preview``'s shadow), so
+    the event log keeps one row per batch of the job itself."""
     job = definition(spec.name)
     job.check_spec(spec)  # inputs and params, before anything is written
     spec = binding.adopt_repartition(spec)
@@ -251,7 +254,11 @@ def run_job(
         spark.streams.addListener(listener)
         queries: list[Any] = []
         stop_signal: list[int] = []
-        events = eventlog.open_run(spec, trigger=str(spec.trigger), run_for=run_for, conf=conf)
+        events = (
+            eventlog.open_run(spec, trigger=str(spec.trigger), run_for=run_for, conf=conf)
+            if record_events
+            else eventlog.OFF
+        )
         try:
             queries.append(start_query(spark, spec, qname))
             with query_wait.graceful_stop(stop_signal):

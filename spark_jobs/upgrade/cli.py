@@ -1,5 +1,6 @@
-"""``python -m spark_jobs upgrade (plan | migrate) JOB [--checkpoint URI] [--output URI]
-[--json]`` (migrate also ``[--with MODULE:FUNCTION]``) (CONTRACTS.md section 1)."""
+"""``python -m spark_jobs upgrade (plan | migrate | preview --since BATCH|TIME) JOB
+[--checkpoint URI] [--output URI] [--json]`` (migrate also ``[--with MODULE:FUNCTION]``)
+(CONTRACTS.md section 1)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,14 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_preview(args: argparse.Namespace) -> int:
+    from spark_jobs.upgrade.preview import preview, render
+
+    r = preview(_target(args), args.since, args.output, keep=args.keep)
+    print(json.dumps(r, indent=2, default=str) if args.json else render(r))
+    return 0
+
+
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "upgrade", help="what a change of a job does to its live state, and applying it"
@@ -59,6 +68,7 @@ def register(subparsers: Any) -> None:
             "apply the changes to a stopped job's checkpoint, state rewritten where needed "
             "(snapshot first)",
         ),
+        ("preview", cmd_preview, "what the job as declared now would have written since a batch"),
     ):
         sp = sub.add_parser(name, help=text)
         sp.add_argument("job")
@@ -75,3 +85,17 @@ def register(subparsers: Any) -> None:
                 help="converts each key's old state row to the new one (None drops the key)",
             )
         sp.set_defaults(func=func, command_name=name)
+        if name == "preview":
+            sp.add_argument(
+                "--since",
+                required=True,
+                metavar="BATCH|TIME",
+                help="re-run from the newest snapshot taken at or before this batch or time "
+                "(ISO-8601, or a duration back from now)",
+            )
+            sp.add_argument(
+                "--keep",
+                action="store_true",
+                help="leave the shadow checkpoint and table under the checkpoint's "
+                "_statekeeper/preview/ to look at (remove them before the next snapshot)",
+            )

@@ -259,6 +259,21 @@ def test_migrate_refuses_a_state_rewrite_and_changes_nothing(live):
     assert not (tmp / "snaps").exists()  # refused before the snapshot
 
 
+def test_preview_refuses_a_change_migrate_refuses_before_running_it(live):
+    """A shadow of such a checkpoint would meet the new code with old state: refused with the
+    change's line and verdict, the shadow's binding left as the snapshot had it."""
+    from spark_jobs.upgrade.preview import _bind_shadow
+
+    spec, checkpoint, tmp = live
+    ck = checkpoint(store="hdfs")
+    before = (ck / "_statekeeper" / "job.json").read_bytes()
+    with pytest.raises(UserError) as refused:
+        _bind_shadow(Target(str(ck), str(tmp / "snaps"), spec.name, spec), str(ck), "/x/table")
+    assert refused.value.exit_code == ExitCode.UPGRADE_MIGRATE
+    assert "state_store 'hdfs' -> 'rocksdb' needs the state rewritten" in str(refused.value)
+    assert (ck / "_statekeeper" / "job.json").read_bytes() == before
+
+
 def test_a_kafka_replay_names_its_offsets_and_says_when_the_broker_cannot_tell(tmp_path):
     """The offsets a replay needs: from the initial offsets Spark logged for the source to the
     last committed batch's; whether the topic still holds them is the broker's to say, and an
