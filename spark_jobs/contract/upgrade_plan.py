@@ -8,6 +8,7 @@ The file holds the command's ``--json`` object and when it was made; a plan made
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +37,7 @@ def write(checkpoint: str, plan: dict[str, Any]) -> None:
     path = location(checkpoint)
     fs, raw = fsspec.core.url_to_fs(path)
     fs.makedirs(raw.rsplit("/", 1)[0], exist_ok=True)
-    tmp = raw + ".tmp"
+    tmp = f"{raw}.{os.getpid()}.tmp"  # a DAG's plan and a user's may write at once
     planned_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     with fs.open(tmp, "w") as fh:
         json.dump({"planned_at": planned_at, "plan": plan}, fh, default=str)
