@@ -4,11 +4,14 @@ Processes everything new in the landing folder with an `availableNow` trigger, t
 (a run with nothing new finishes quickly and leaves the table unchanged).
 
 1. **validate_checkpoint**: `python -m spark_jobs checkpoint validate`; errors stop the run.
-2. **catch_up**: spark-submit of `python -m spark_jobs run {job} --trigger available-now`
+2. **upgrade_plan**: `python -m spark_jobs upgrade plan {job} --json`; a changed job (spec or
+   code) stops the run here, before Spark starts, with the plan's line and the command that
+   applies the change (docs/upgrades.md). Nothing changed, or nothing committed yet: go on.
+3. **catch_up**: spark-submit of `python -m spark_jobs run {job} --trigger available-now`
    through the `spark_default` connection (waits, in the triggerer, while another driver holds
    the checkpoint: never two drivers on one checkpoint).
-3. **quality_check**: the table's data-quality suite; a `fail` finding fails the run.
-4. **publish_asset**: signals the Airflow Asset of the Delta table.
+4. **quality_check**: the table's data-quality suite; a `fail` finding fails the run.
+5. **publish_asset**: signals the Airflow Asset of the Delta table.
 
 Params `input`, `output`, `checkpoint` override the spec's paths (empty = the spec's).
 """

@@ -19,12 +19,15 @@ from statekeeper.operators import (
     CheckpointValidateOperator,
     PublishAssetOperator,
     QualityCheckOperator,
+    UpgradePlanOperator,
 )
 from statekeeper.params import SUPERVISE_BOUNDS
 from statekeeper.submit import SparkJobRunOperator
 from statekeeper.supervisor import StreamingSupervisorOperator
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
+# A stop needs no plan: it is how a changed continuous job is stopped for its migration.
+STOP_SKIPS_PLAN = "{{ 'a stop needs no plan' if params.action == 'stop' else '' }}"
 
 
 def default_args(owner: str, retries: int = 2) -> dict[str, Any]:
@@ -78,8 +81,21 @@ def jinja(expr: str) -> str:
     return "{{ " + expr + " }}"
 
 
+def plan_task(job: str, **kwargs: Any) -> UpgradePlanOperator:
+    """``upgrade_plan``: the job as declared now against its checkpoint, before a submit."""
+    return UpgradePlanOperator(
+        task_id="upgrade_plan",
+        job=job,
+        overrides={k: jinja(f"params.{k} or ''") for k in ("checkpoint", "output")},
+        doc_md="`upgrade plan JOB --json`: a changed job (spec or code) stops here with the plan's line and the command that applies it, before Spark starts (docs/upgrades.md).",
+        retries=0,
+        **kwargs,
+    )
+
+
 def catchup_dag(job: str, doc_md: str | None = None) -> DAG:
-    """``catchup_<job>``: validate checkpoint -> run available-now -> quality -> publish Asset."""
+    """``catchup_<job>``: validate checkpoint -> upgrade plan -> run available-now -> quality ->
+    publish Asset."""
     from spark_jobs.contract.spec import load_spec
 
     spec = load_spec(job)
@@ -148,7 +164,7 @@ def catchup_dag(job: str, doc_md: str | None = None) -> DAG:
             trigger_rule="none_failed",
             doc_md="Signals the table's Asset (with its Delta version) once the run and its checks passed.",
         )
-        validate >> run >> quality >> publish
+        validate >> plan_task(job) >> run >> quality >> publish
         if not continuous:
             run >> CompletenessEventsOperator(
                 task_id="emit_completeness",
@@ -159,12 +175,57 @@ def catchup_dag(job: str, doc_md: str | None = None) -> DAG:
     return dag
 
 
+def supervise_params(spec: Any) -> dict[str, Param]:
+    """The ``supervise_<job>`` Trigger form: the action, the query's trigger, the watch's bounds
+    (``SUPERVISE_BOUNDS``) and the path overrides."""
+    B = SUPERVISE_BOUNDS
+    return {
+        "action": Param(
+            "supervise",
+            type="string",
+            enum=["supervise", "stop", "start"],
+            description="supervise: start the driver if none runs, watch it, restart it when dead or stalled. stop: stop the running driver (e.g. before maintenance or an upgrade migrate; a stop skips the upgrade plan); the stop is kept, later runs launch nothing. start: lift a kept stop and supervise.",
+        ),
+        "trigger": Param(
+            str(spec.trigger),
+            type="string",
+            pattern="^processing-time:",
+            description="The query's processing-time trigger, e.g. processing-time:30s.",
+        ),
+        "watch_minutes": Param(
+            10,
+            type="number",
+            exclusiveMinimum=0,
+            maximum=B["watch_seconds"].maximum / 60,
+            description=f"How long one run watches the driver; the next scheduled run takes over. At most a day ({B['watch_seconds'].why}).",
+        ),
+        "restart_backoff_seconds": Param(
+            None,
+            type=["null", "number"],
+            **B["restart_backoff"].schema(),
+            description=f"First wait before relaunching a dead driver (doubles per restart). Empty: the spec's supervise.restart_backoff. ({B['restart_backoff'].why})",
+        ),
+        "max_restarts": Param(
+            spec.supervise.max_restarts,
+            type="integer",
+            **B["max_restarts"].schema(),
+            description=f"Restarts allowed within the restart window (spec supervise.restart_window, counted across runs) before the task fails without retry and alerts. ({B['max_restarts'].why})",
+        ),
+        "poll_seconds": Param(
+            10,
+            type="number",
+            **B["poll_seconds"].schema(),
+            description=f"How often the trigger reads the lock and the progress log. ({B['poll_seconds'].why})",
+        ),
+        **path_params(),
+    }
+
+
 def supervisor_dag(job: str, doc_md: str | None = None) -> DAG:
     """``supervise_<job>``: one watch period per run, every ten minutes, never two at once."""
     from spark_jobs.contract.spec import load_spec
 
     spec = load_spec(job)
-    B = SUPERVISE_BOUNDS
     with DAG(
         dag_id=dag_ids.supervise(job),
         description=f"Keeps one processing-time query of {job} alive and healthy",
@@ -177,46 +238,7 @@ def supervisor_dag(job: str, doc_md: str | None = None) -> DAG:
         max_active_runs=1,
         default_args=default_args(spec.owner),
         tags=["statekeeper", "supervisor", "continuous", *spec.tags],
-        params={
-            "action": Param(
-                "supervise",
-                type="string",
-                enum=["supervise", "stop", "start"],
-                description="supervise: start the driver if none runs, watch it, restart it when dead or stalled. stop: stop the running driver (e.g. before maintenance); the stop is kept, later runs launch nothing. start: lift a kept stop and supervise.",
-            ),
-            "trigger": Param(
-                str(spec.trigger),
-                type="string",
-                pattern="^processing-time:",
-                description="The query's processing-time trigger, e.g. processing-time:30s.",
-            ),
-            "watch_minutes": Param(
-                10,
-                type="number",
-                exclusiveMinimum=0,
-                maximum=B["watch_seconds"].maximum / 60,
-                description=f"How long one run watches the driver; the next scheduled run takes over. At most a day ({B['watch_seconds'].why}).",
-            ),
-            "restart_backoff_seconds": Param(
-                None,
-                type=["null", "number"],
-                **B["restart_backoff"].schema(),
-                description=f"First wait before relaunching a dead driver (doubles per restart). Empty: the spec's supervise.restart_backoff. ({B['restart_backoff'].why})",
-            ),
-            "max_restarts": Param(
-                spec.supervise.max_restarts,
-                type="integer",
-                **B["max_restarts"].schema(),
-                description=f"Restarts allowed within the restart window (spec supervise.restart_window, counted across runs) before the task fails without retry and alerts. ({B['max_restarts'].why})",
-            ),
-            "poll_seconds": Param(
-                10,
-                type="number",
-                **B["poll_seconds"].schema(),
-                description=f"How often the trigger reads the lock and the progress log. ({B['poll_seconds'].why})",
-            ),
-            **path_params(),
-        },
+        params=supervise_params(spec),
     ) as dag:
         supervise = StreamingSupervisorOperator(
             task_id="supervise",
@@ -229,7 +251,9 @@ def supervisor_dag(job: str, doc_md: str | None = None) -> DAG:
             max_restarts="{{ params.max_restarts }}",
             poll_seconds="{{ params.poll_seconds }}",
             doc_md="Attaches to the running driver or launches one; waits in DriverWatchTrigger.",
+            trigger_rule="none_failed",  # a stop skips the plan, and must still reach the driver
         )
+        plan_task(job, skip_reason=STOP_SKIPS_PLAN) >> supervise
         supervise >> CompletenessEventsOperator(
             task_id="emit_completeness",
             job=job,

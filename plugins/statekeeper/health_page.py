@@ -89,11 +89,24 @@ def _status(row: dict[str, Any]) -> str:
     )
 
 
-def _verdict(field: str, value: str | None, detail: str) -> str:
+def _verdict(field: str, value: str | None, detail: str, after: str = "") -> str:
     text = value or "–"
     return (
         f'<td data-field="{field}" data-value="{escape(value or "")}">'
-        f'<span class="verdict {escape(value or "none")}" title="{escape(detail)}">{escape(text)}</span></td>'
+        f'<span class="verdict {escape(value or "none")}" title="{escape(detail)}">{escape(text)}</span>{after}</td>'
+    )
+
+
+def _upgrade(row: dict[str, Any]) -> str:
+    """The last upgrade plan's worst change, under the checkpoint's verdict, while there is one:
+    the next catch-up or supervise run stops at its plan until it is applied."""
+    verdict = row.get("upgrade_verdict")
+    if not verdict:
+        return ""
+    return (
+        f'<div class=warn data-field="upgrade_verdict" data-value="{escape(verdict)}" '
+        f'title="{escape(row.get("upgrade_next_step") or "")}">upgrade plan: '
+        f"{escape(row.get('upgrade_line') or verdict)}</div>"
     )
 
 
@@ -195,6 +208,7 @@ def overview_row(row: dict[str, Any], base: str, now: float) -> str:
             "checkpoint_verdict",
             row["checkpoint_verdict"],
             ", ".join(row.get("checkpoint_findings") or []) or "no findings",
+            after=_upgrade(row),
         )
         + _verdict(
             "quality_verdict",

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from spark_jobs.contract import delta, lock, maintenance, paths
+from spark_jobs.contract import delta, lock, maintenance, paths, upgrade_plan
 from spark_jobs.contract.errors import UserError
 from spark_jobs.contract.progress_log import BatchProgress, ProgressLog, ProgressRecord, log_uri
 from spark_jobs.contract.spec import JobSpec, list_jobs, load_spec
@@ -247,6 +247,20 @@ def table_care(spec: JobSpec) -> dict[str, Any]:
     return out
 
 
+def last_plan(spec: JobSpec) -> dict[str, Any]:
+    """The last ``upgrade plan`` of the job's checkpoint (the DAGs make one before each submit):
+    its worst verdict, line and way there while something changed, all None when nothing did."""
+    path = paths.local_path(upgrade_plan.location(spec.checkpoint))
+    last = memoised("plan", spec.checkpoint, stat(path), lambda: upgrade_plan.read(spec.checkpoint))
+    changed = last is not None and last.worst is not None
+    return {
+        "upgrade_verdict": last.worst if changed else None,
+        "upgrade_line": last.line if changed else None,
+        "upgrade_next_step": last.next_step if changed else None,
+        "upgrade_planned_at": last.planned_at if last else None,
+    }
+
+
 def iso(t: float | None) -> str | None:
     if t is None:
         return None
@@ -277,6 +291,7 @@ def job_row(spec: JobSpec, now: float | None = None) -> dict[str, Any]:
     }
     row.update(quarantine(spec))
     row.update(checkpoint_verdict(spec, now))
+    row.update(last_plan(spec))
     row.update(quality_verdict(spec))
     row.update(freshness.lags(spec, row.get("watermark"), row.get("lag"), now))
     row["freshness_breaches"] = freshness.breaches(spec, row)

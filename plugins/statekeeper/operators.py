@@ -6,6 +6,7 @@ decides the outcome, and its one-line reason becomes the task's error.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +25,11 @@ class CheckpointInvalid(AirflowFailException):
 
 class DataQualityFailed(AirflowFailException):
     """A ``fail`` expectation did not hold: downstream consumers are not signalled."""
+
+
+class UpgradeNeeded(AirflowFailException):
+    """``upgrade plan`` found a change the run would refuse: nothing is submitted until the
+    change is applied (the message says how)."""
 
 
 class SparkJobsCliOperator(BaseOperator):
@@ -98,6 +104,53 @@ class CheckpointValidateOperator(SparkJobsCliOperator):
         if res.returncode == ExitCode.CHECKPOINT_ERRORS:
             raise CheckpointInvalid(f"checkpoint has errors, not submitting: {res.reason}")
         super().fail(res)
+
+
+class UpgradePlanOperator(SparkJobsCliOperator):
+    """``upgrade plan JOB --json`` before a submit: exit 0 (nothing changed) succeeds, and so
+    does a checkpoint with no committed batch (the first run starts from the job as declared
+    now: nothing to plan). Any verdict (``ExitCode.UPGRADE_*``) fails the task without retry
+    with the worst change's line and what applies it: the run would refuse the changed job
+    anyway, and this says why in the Airflow UI before Spark starts. The plan reads files only
+    (about a second) and keeps its result in the checkpoint for the health page."""
+
+    command = ("upgrade", "plan")
+    verdict_codes = (
+        ExitCode.UPGRADE_COMPATIBLE,
+        ExitCode.UPGRADE_REPARTITION,
+        ExitCode.UPGRADE_MIGRATE,
+        ExitCode.UPGRADE_INCOMPATIBLE,
+    )
+
+    def __init__(self, *, job: str, overrides: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(job=job, overrides=overrides, flags=("--json",), **kwargs)
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        from spark_jobs.checkpoints.layout import read_layout
+        from statekeeper.submit import resolve_job
+
+        if rendered(self.skip_reason) is not None:
+            raise AirflowSkipException(str(self.skip_reason))
+        check_path_params(context, rendered(self.job))
+        checkpoint = resolve_job(self.job, self.overrides).checkpoint
+        if read_layout(checkpoint, sizes=False).last_committed is None:
+            self.log.info("no committed batch in %s yet: nothing to plan", checkpoint)
+            return {"exit_code": None, "planned": False}
+        return {"exit_code": super().execute(context)["exit_code"], "planned": True}
+
+    def fail(self, res: CliResult) -> None:
+        if res.returncode not in self.verdict_codes:
+            super().fail(res)
+            return
+        try:
+            plan = json.loads(res.stdout)
+            why = f"{plan['worst_line']}; {plan['next_step']}"
+        except (ValueError, KeyError, TypeError):  # stdout held more than the plan: the code says
+            why = f"worst verdict {ExitCode(res.returncode).name} (the task log has the plan)"
+        raise UpgradeNeeded(
+            f"upgrade plan {rendered(self.job)}: {' '.join(why.split())} "
+            f"(exit {res.returncode}); not submitting: the run would refuse the changed job"
+        )
 
 
 class QualityCheckOperator(SparkJobsCliOperator):

@@ -21,6 +21,7 @@ LOCK_FILE = "lock"
 BINDING_FILE = "job.json"
 PENDING_FILE = "pending.json"  # a restore, rollback or repartition cut short: runs refuse
 MAINTENANCE_FILE = "maintenance.json"  # the last `table maintain` report of the job's tables
+PLAN_FILE = "plan.json"  # the last `upgrade plan` of the job (the DAGs run one before each submit)
 QUARANTINE_CHECKPOINT = "quarantine"  # the quarantine query's own checkpoint, under _statekeeper/
 PREVIEW_DIR = "preview"  # upgrade preview's shadow checkpoints and tables, under _statekeeper/
 QUARANTINE_TABLE = "_quarantine"  # under the job's output

@@ -27,10 +27,20 @@ def _public(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if not k.startswith("_")}
 
 
-def cmd_plan(args: argparse.Namespace) -> int:
-    from spark_jobs.upgrade.plan import make_plan, render
+def _planned(target: Any, output: str | None) -> dict[str, Any]:
+    """The plan, kept in the checkpoint as its last (the health page reads it, runs nothing)."""
+    from spark_jobs.contract import upgrade_plan
+    from spark_jobs.upgrade.plan import make_plan
 
-    p = make_plan(_target(args), args.output)
+    p = make_plan(target, output)
+    upgrade_plan.write(target.checkpoint, _public(p))
+    return p
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from spark_jobs.upgrade.plan import render
+
+    p = _planned(_target(args), args.output)
     print(json.dumps(_public(p), indent=2, default=str) if args.json else render(p))
     return int(p["exit_code"])
 
@@ -44,6 +54,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     print(json.dumps(_public(r), indent=2, default=str) if args.json else render(r))
     if r["changes"]:
         eventlog.operation("upgrade", t, _public(r))
+        _planned(t, args.output)  # the recorded plan no longer names what was accepted
     return 0
 
 

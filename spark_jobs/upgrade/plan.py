@@ -23,17 +23,23 @@ def make_plan(target: Target, output: str | None = None) -> dict[str, Any]:
         rec.table = spec.output
         rec.output = table_schema(rec.table)
     changes = verdicts.compare(rec, read_declared(spec), target.job)
-    return {
+    worst = verdicts.worst(changes)
+    # the worst change's line and its way there: what the DAGs fail with and the page shows
+    top = next((c for c in changes if c.verdict == worst), None)
+    plan = {
         "job": target.job,
         "checkpoint": target.checkpoint,
         "output": rec.table,
         "last_committed_batch": rec.last_committed,
         "operators": rec.operators,
         "changes": [c.to_dict() for c in changes],
-        "worst": verdicts.worst(changes),
+        "worst": worst,
+        "worst_line": top.line() if top else None,
         "exit_code": verdicts.exit_code(changes),
         "_changes": changes,
     }
+    plan["next_step"] = next_step(plan) if top else None
+    return plan
 
 
 def render(plan: dict[str, Any]) -> str:
@@ -45,7 +51,7 @@ def render(plan: dict[str, Any]) -> str:
     if not changes:
         return head + "\nnothing changed: the job as declared matches its checkpoint and table"
     lines = [head, *(f"  {c.line()}" for c in changes)]
-    lines.append(f"worst: {plan['worst']} (exit {plan['exit_code']}); {next_step(plan)}")
+    lines.append(f"worst: {plan['worst']} (exit {plan['exit_code']}); {plan['next_step']}")
     return "\n".join(lines)
 
 

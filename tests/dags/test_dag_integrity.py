@@ -12,6 +12,15 @@ from airflow_env import ROOT, airflow_env
 
 pytestmark = pytest.mark.dags
 
+# every catch-up and supervise DAG plans the upgrade before it submits (docs/upgrades.md)
+CATCHUP_TASKS = [
+    "catch_up",
+    "publish_asset",
+    "quality_check",
+    "upgrade_plan",
+    "validate_checkpoint",
+]
+SUPERVISE_TASKS = ["emit_completeness", "supervise", "upgrade_plan"]
 HEAVY = ("pyspark", "pandas", "great_expectations", "py4j", "delta")
 
 # Runs in a fresh interpreter: sys.modules then shows exactly what parsing imported.
@@ -120,10 +129,8 @@ def test_every_dag_explains_itself(parsed):
         assert dags[dag_id]["max_active_runs"] == 1
         # one emitter of a job's completeness: a continuous job's supervisor, else its catch-up
         emits = ["emit_completeness"] if dag_id != "catchup_service_health" else []
-        assert dags[dag_id]["tasks"] == sorted(
-            ["catch_up", *emits, "publish_asset", "quality_check", "validate_checkpoint"]
-        )
-    assert dags["supervise_service_health"]["tasks"] == ["emit_completeness", "supervise"]
+        assert dags[dag_id]["tasks"] == sorted([*CATCHUP_TASKS, *emits])
+    assert dags["supervise_service_health"]["tasks"] == SUPERVISE_TASKS
     for job in (p.stem for p in (ROOT / "include" / "jobs").glob("*.yaml")):
         d = dags[f"table_maintenance_{job}"]
         assert d["tasks"] == ["maintain"] and d["max_active_runs"] == 1
@@ -151,7 +158,7 @@ def test_a_new_spec_gets_its_dags_and_a_broken_one_hides_no_other(tmp_path):
     assert dags["catchup_sessions_eu"]["file"] == "catchup.py"
     assert "sessions_eu" in dags["catchup_sessions_eu"]["doc_md"]
     assert "supervise_sessions_eu" in dags["catchup_sessions_eu"]["doc_md"]  # the continuous note
-    assert dags["supervise_sessions_eu"]["tasks"] == ["emit_completeness", "supervise"]
+    assert dags["supervise_sessions_eu"]["tasks"] == SUPERVISE_TASKS
     for broken in ("catchup_broken", "supervise_sessions_us"):
         assert dags[broken]["tasks"] == ["spec_error"], broken
         assert "cannot be built" in dags[broken]["doc_md"]

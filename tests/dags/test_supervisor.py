@@ -126,7 +126,11 @@ def test_supervisor_restarts_a_killed_driver_and_never_starts_a_second(airflow_h
         assert again["returns"]["supervise"]["launched"] == []
         assert again["returns"]["supervise"]["events"][0]["what"] == "attached"
         assert again["returns"]["supervise"]["events"][0]["pid"] == second["pid"]
+        # the plan ran on the live checkpoint (nothing changed) before attaching; a stop skips it
+        assert again["tasks"]["upgrade_plan"] == "success", again["tasks"]
+        assert again["returns"]["upgrade_plan"] == {"exit_code": 0, "planned": True}
         assert stopped["state"] == "success", stopped
+        assert stopped["tasks"]["upgrade_plan"] == "skipped", stopped["tasks"]
         assert holder(ckpt) is None
         launches = json.loads((ckpt / "_statekeeper" / "supervisor.json").read_text())["launches"]
         assert launches == 2
