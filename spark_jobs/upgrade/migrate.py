@@ -125,10 +125,15 @@ def _rewrite(
 
     spec: Any = target.spec
     job_def = definition(target.job)
-    if not isinstance(job_def.state_schema, str):
+    if job_def.state_schema is None:
         raise UserError(
-            f"upgrade migrate {target.job}: refused, nothing changed: rewriting "
-            "transformWithState state (one schema per state variable) is not built yet"
+            f"upgrade migrate {target.job}: Spark keeps this job's state; nothing to rewrite"
+        )
+    tws = not isinstance(job_def.state_schema, str)
+    if tws and with_fn:
+        raise UserError(
+            f"upgrade migrate {target.job}: --with is for applyInPandasWithState state rows; a "
+            "transformWithState variable's fields are added or removed by the built-in rule"
         )
     live = paths.local_path(target.checkpoint)
     if live is None:
@@ -138,8 +143,11 @@ def _rewrite(
     staging.clear_leftovers(live)
     batch = int(plan["last_committed_batch"])
     spark = _session(target, spark)
-    state = rewrite.stored_state(spark, live, batch)
-    rule = rules.choose(rewrite.stored_row_type(state), job_def.state_schema, job_def, with_fn)
+    if not tws:
+        state = rewrite.stored_state(spark, live, batch)
+        rule = rules.choose(
+            rewrite.stored_row_type(state), str(job_def.state_schema), job_def, with_fn
+        )
     work = staging.new_work(live)
     staged = work / "checkpoint"
     staging.copy_logs(live, staged)
@@ -155,15 +163,24 @@ def _rewrite(
         staged=staged,
         work=work,
         batch=batch,
-        state_ddl=job_def.state_schema,
+        state_ddl=str(job_def.state_schema),
         store=spec.state_store,
         partitions=int(pinned.get("spark.sql.shuffle.partitions", spec.shuffle_partitions)),
         confs=spec_confs(spec),
     )
-    keys = rewrite.run(spark, rw, rule, state)
+    if tws:
+        from spark_jobs.upgrade import rewrite_tws
+
+        variables: Any = job_def.state_schema
+        mode: Any = job_def.time_mode
+        keys = rewrite_tws.run(spark, rw, dict(variables), _defaults(job_def), mode(spec))
+        rule_name = "variables' fields by name"
+    else:
+        keys = rewrite.run(spark, rw, rule, state)
+        rule_name = rule.name
     _pause("rewritten")
     _add_columns(spark, target, plan)
-    done = {"rule": rule.name, "keys": keys, "batch": batch + 1}
+    done = {"rule": rule_name, "keys": keys, "batch": batch + 1}
     _record(str(staged), target, plan["_changes"], plan, snap, done)
     report = validate_checkpoint(str(staged))
     if report.errors:
@@ -177,6 +194,10 @@ def _rewrite(
         staging.swap(staged, live)
     shutil.rmtree(work, ignore_errors=True)  # now the old checkpoint (the snapshot keeps it)
     return done
+
+
+def _defaults(job_def: Any) -> dict[str, Any]:
+    return dict(getattr(job_def, "state_defaults", {}) or {})
 
 
 def _watermark(changes: list[verdicts.Change], live: Path, batch: int) -> int | None:

@@ -79,7 +79,7 @@ def run(spark: Any, rw: Rewrite, rule: Rule, state: Any) -> int:
     keys = _write_seed(spark, state, key_cols, has_timeout, rule, rw.state_ddl, seed)
     seed_ck = rw.work / "seed_checkpoint"
     _seed_checkpoint(spark, rw, seed, seed_ck, key_cols, has_timeout)
-    _place(spark, rw, seed_ck)
+    place(spark, rw, seed_ck)
     return keys
 
 
@@ -156,8 +156,9 @@ def _seed_checkpoint(
     fields = struct_type(rw.state_ddl).fieldNames()
     stream = session.readStream.schema(schema).parquet(str(seed))
     timeout_conf = "NoTimeout"
-    if has_timeout:  # Spark wants a watermark for an event-time timeout; the seed's is unused
-        stream = stream.withColumn(SEED_TIME, F.current_timestamp()).withWatermark(
+    if has_timeout:  # Spark wants a watermark for an event-time timeout: one at the epoch,
+        # so no timeout fires and no second batch runs in the seed
+        stream = stream.withColumn(SEED_TIME, F.lit(0).cast("timestamp")).withWatermark(
             SEED_TIME, "0 seconds"
         )
         timeout_conf = "EventTimeTimeout"
@@ -176,7 +177,7 @@ def _seed_checkpoint(
         raise UserError(f"the seed query failed: {query.exception()}")
 
 
-def _place(spark: Any, rw: Rewrite, seed_ck: Path) -> None:
+def place(spark: Any, rw: Rewrite, seed_ck: Path) -> None:
     """The seed's state as the staged checkpoint's state after batch K+1 (version K+2)."""
     op = "0"
     target = rw.staged / "state" / op

@@ -266,3 +266,62 @@ def test_v2_continues_exactly_with_every_page_view_counted(outcome):
     assert outcome["run3"].input_rows == len(ARRIVALS[2])
     assert outcome["rows3"] == expected(ARRIVALS[0] + ARRIVALS[1] + ARRIVALS[2], page_views=True)
     assert any(n.endswith(".zip") for n in outcome["files3"])  # RocksDB's files again
+
+
+def test_service_health_transform_with_state_keeps_variables_and_timers(
+    spark, tmp_path, monkeypatch
+):
+    """transformWithState: service_health (a value state, a list state of held logs, event-time
+    timers) moves to a 2-minute watermark; migrate rewrites the state through the seed's
+    initialState, so s3's held log and its timer survive: the next run alerts s3 stale at 35
+    (its log at 30 + 5 minutes) and ok at 40, as a job that never stopped would."""
+    specs, land = tmp_path / "specs", tmp_path / "land"
+    for k, v in {
+        "STATEKEEPER_SPECS": specs,
+        "STATEKEEPER_DATA": tmp_path / "data",
+        "STATEKEEPER_CHECKPOINT_ROOTS": tmp_path / "ckpt",
+        "STATEKEEPER_SNAPSHOT_ROOTS": tmp_path / "snaps",
+    }.items():
+        monkeypatch.setenv(k, str(v))
+
+    def spec(watermark: str) -> None:
+        raw = yaml.safe_load(
+            (paths.project_root() / "include" / "jobs" / "service_health.yaml").read_text()
+        )
+        raw.update(
+            inputs={"service-logs": str(land)},
+            output=str(tmp_path / "out"),
+            checkpoint=str(tmp_path / "ckpt" / "service_health"),
+            shuffle_partitions=2,
+            watermark=watermark,
+            trigger="available-now",
+            mode="catch-up",
+        )
+        raw["params"]["initial_state"] = None
+        specs.mkdir(exist_ok=True)
+        (specs / "service_health.yaml").write_text(yaml.safe_dump(raw))
+
+    def log(svc: str, minute: float) -> dict:
+        return {
+            "event_id": f"{svc}-{minute}",
+            "service": svc,
+            "level": "INFO",
+            "message": "m",
+            "event_time": at(minute),
+        }
+
+    spec("1 minute")
+    write_lines(land, "a1.json", [log("s1", 0), log("s2", 1), log("s1", 2), log("s3", 30)])
+    run_job(load_spec("service_health"), spark=spark)
+    spec("2 minutes")
+    code, out, err = cli("upgrade", "migrate", "service_health")
+    assert code == 0, err
+    assert "state rewritten (3 keys, rule: variables' fields by name) as batch 2" in out
+    write_lines(land, "a2.json", [log("s3", 40), log("s1", 45)])
+    assert run_job(load_spec("service_health"), spark=spark).input_rows == 2
+    assert rows(spark, str(tmp_path / "out")) == [
+        ("s1", "stale", ts(7), ts(2)),
+        ("s2", "stale", ts(6), ts(1)),
+        ("s3", "ok", ts(40), ts(40)),  # its held log at 30 and its timer came through
+        ("s3", "stale", ts(35), ts(30)),
+    ]
