@@ -35,6 +35,7 @@ from typing import Any
 from spark_jobs.checkpoints.roots import Target
 from spark_jobs.contract import paths
 from spark_jobs.contract.errors import ExitCode, UserError
+from spark_jobs.upgrade import verdicts
 
 
 def parse_since(text: str) -> tuple[int | None, float | None]:
@@ -197,6 +198,14 @@ def _read_live(target: Target, since: str, table: str, root: Path) -> dict[str, 
         }
 
 
+# Why a change keeps the new code off the snapshot's state (preview re-runs compatible changes)
+SHADOW_REFUSED = {
+    verdicts.REPARTITION: "needs checkpoint repartition first",
+    verdicts.MIGRATE: "needs the state rewritten, which preview does not do on its shadow",
+    verdicts.INCOMPATIBLE: "cannot be reached without a replay",
+}
+
+
 def _bind_shadow(target: Target, ck: str, table: str) -> None:
     """The shadow checkpoint answers to the job as declared now and writes the shadow tables;
     refused, as ``upgrade migrate`` refuses, for a change only a state rewrite or replay makes."""
@@ -204,7 +213,6 @@ def _bind_shadow(target: Target, ck: str, table: str) -> None:
     from spark_jobs.runtime import binding
     from spark_jobs.upgrade import verdicts
     from spark_jobs.upgrade.declared import fingerprint
-    from spark_jobs.upgrade.migrate import REFUSED
     from spark_jobs.upgrade.plan import make_plan
 
     plan = make_plan(Target(ck, target.snapshot_root, target.job, target.spec))
@@ -213,7 +221,8 @@ def _bind_shadow(target: Target, ck: str, table: str) -> None:
         c = max(refused, key=lambda c: verdicts.VERDICTS.index(c.verdict))
         raise UserError(
             f"upgrade preview {target.job}: {c.field} {c.before!r} -> {c.after!r} "
-            f"{REFUSED[c.verdict]}, so the new code cannot run on the snapshot's state: {c.means}",
+            f"{SHADOW_REFUSED[c.verdict]}, so the new code cannot run on the snapshot's state: "
+            f"{c.means}",
             exit_code=ExitCode(verdicts.EXIT_CODES[c.verdict]),
         )
     record = binding.read_binding(ck) or {}

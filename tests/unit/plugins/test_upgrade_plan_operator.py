@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "plugins"))
 
 pytestmark = pytest.mark.unit
 
