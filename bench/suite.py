@@ -272,7 +272,7 @@ def executors(
 
 # -- 3. an available-now catch-up through the real runner ----------------------------------------
 def bucket_keys(spark: Any, checkpoint: str, batch: int | None = None) -> int:
-    from spark_jobs.state.columnar import bucket_key_count
+    from spark_jobs.state.buckets import bucket_key_count
 
     reader = spark.read.format("statestore")
     if batch is not None:

@@ -116,7 +116,7 @@ def state_rows(checkpoint: str) -> list[dict[str, Any]]:
     batched executor a state row is a bucket of keys: the entry also says how many keys the
     buckets hold (``keys``) and how they spread (``keys_per_bucket``: min, median, max)."""
     from spark_jobs.runtime.session import build_session
-    from spark_jobs.state.columnar import BUCKET, bucket_key_count
+    from spark_jobs.state.buckets import BUCKET, bucket_key_count
 
     spark = build_session("statekeeper-inspect")
     out = []

@@ -72,6 +72,16 @@ def grouped_by(columns: Mapping[str, str]) -> Callable[[Any], dict[str, list[Any
 
 
 @dataclass(frozen=True)
+class StateRule:
+    """How a state row stored under an older declaration becomes this one's (upgrade migrate)."""
+
+    from_schema: str  # Spark DDL of the old state row (what the checkpoint's schema holds)
+    # old row -> new row; None drops the key. Rows are plain dicts of Python values, arrays as
+    # lists: a top-level pure function, so it runs wherever the rewrite runs it.
+    convert: Callable[[dict[str, Any]], dict[str, Any] | None]
+
+
+@dataclass(frozen=True)
 class JobDef:
     """Everything about one job but its spec (paths, watermark, trigger: ``include/jobs``)."""
 
@@ -91,6 +101,13 @@ class JobDef:
     # The state kept per key by the job's own logic: a DDL string (applyInPandasWithState's
     # state row) or state variable -> DDL (transformWithState); None when Spark keeps it.
     state_schema: str | Mapping[str, str] | None = None
+    # The batched executor's state row (one per hash bucket of the key: spark_jobs.state.buckets),
+    # a DDL string; None when the job does not run on it.
+    bucket_state_schema: str | None = None
+    # How state stored under an earlier schema becomes today's (``upgrade migrate``): a rule from
+    # an older ``state_schema`` gives a ``state_schema`` row, one from an older bucket layout a
+    # ``bucket_state_schema`` row.
+    state_rules: tuple[StateRule, ...] = ()
     # The columns the job's own state is kept per (its groupBy): ``upgrade plan`` compares them
     # with the key Spark stored; empty when Spark keeps the state (built-in operators).
     state_key: tuple[str, ...] = ()
@@ -147,7 +164,7 @@ class JobDef:
     def declaration(self) -> dict[str, Any]:
         """What of the declaration the binding records beside the fingerprint (``declaration``):
         the key the job's own state is kept per and that state's schema (on the batched
-        executor it lives inside the bucket's blob, where Spark's schema check cannot see it).
+        executor the buckets hold it in arrays, where Spark's schema check cannot see it).
         Compared only where a checkpoint recorded it, so older checkpoints are not refused."""
         out: dict[str, Any] = {}
         if self.state_key:

@@ -19,7 +19,9 @@ from pydantic import PositiveInt
 from spark_jobs.contract.durations import spark_interval
 from spark_jobs.io import key_metrics
 from spark_jobs.jobs import keyed
-from spark_jobs.jobs.declaration import Duration, JobDef
+from spark_jobs.jobs.declaration import Duration, JobDef, StateRule
+from spark_jobs.state import buckets
+from spark_jobs.state.fraud import BUCKET_COLUMNS, STATE_SCHEMA, from_json_state
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -29,7 +31,7 @@ SCHEMA = (
     "user_id string, alert_time timestamp, first_failure_time timestamp, "
     "failed_attempts bigint, distinct_ips bigint, ips array<string>"
 )
-STATE_SCHEMA = "failures binary"
+BUCKET_SCHEMA = buckets.schema(BUCKET_COLUMNS)  # the batched executor's state row
 INPUT_COLUMNS = ["user_id", "event_time", "event_id", "event_type", "ip"]
 TS_COLUMNS = ("alert_time", "first_failure_time")
 
@@ -72,8 +74,8 @@ def update_failures(
     ``functools.partial``; state is (the failure run, the events still held). A timed-out key
     gets no rows: the watermark released its held events or ended its run."""
     from spark_jobs.jobs.pandas_io import concat
-    from spark_jobs.state import codec, ordered
     from spark_jobs.state import fraud as logic
+    from spark_jobs.state import ordered
 
     new: list[tuple] = []
     if state.hasTimedOut:
@@ -82,9 +84,8 @@ def update_failures(
         ev = to_events(df)
         new = list(zip(ev["t"].tolist(), ev["eid"], ev["etype"], ev["ip"], strict=True))
     wm = state.getCurrentWatermarkMs()
-    run, held = codec.decode(state.get[0]) if state.exists else (None, [])
-    due, held = ordered.release_rows([tuple(h) for h in held], new, wm)
-    prev = logic.Failures.from_tuple(run) if run else None
+    prev, held = logic.from_state_row(state.get) if state.exists else (None, [])
+    due, held = ordered.release_rows(held, new, wm)
     rows, st, deadline = logic.update(key[0], due, prev, gap_ms, threshold)
     over = st is not None and deadline is not None and deadline < wm
     if over:
@@ -94,7 +95,8 @@ def update_failures(
     if not kept:
         state.remove()
     else:
-        state.update((codec.encode((st.to_tuple() if st else None, held)),))
+        row = logic.state_row(st, held)
+        state.update((row["run"], row["held"]))
         state.setTimeoutTimestamp(max(min(timeouts), wm + 1))
     yield from emit_alerts(columns, rows)
     gone = had and not kept
@@ -103,6 +105,13 @@ def update_failures(
     yield key_metrics.frame(
         columns, int(kept) - int(had), touched, int(gone and not over), int(gone and over)
     )
+
+
+def from_bucket_blob(old: dict[str, Any]) -> dict[str, Any] | None:
+    """The rule for buckets of earlier releases (:func:`fraud_bulk.from_bucket_blob`)."""
+    from spark_jobs.state import fraud_bulk
+
+    return fraud_bulk.from_bucket_blob(old)
 
 
 def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
@@ -115,8 +124,11 @@ def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
 
         step = fraud_bulk.ordered_step(gap_ms, p.threshold)
         emit = partial(emit_alerts, columns)
-        update = partial(keyed.update_ordered_bucket, columns, step, to_events, emit)
-        return keyed.bucketed(stream, "user_id", INPUT_COLUMNS, p.buckets, update, SCHEMA)
+        cols = BUCKET_COLUMNS
+        update = partial(keyed.update_ordered_bucket, columns, cols, step, to_events, emit)
+        return keyed.bucketed(
+            stream, "user_id", INPUT_COLUMNS, p.buckets, update, SCHEMA, BUCKET_SCHEMA
+        )
     return (
         stream.select(*INPUT_COLUMNS)
         .groupBy("user_id")
@@ -142,4 +154,10 @@ JOB = JobDef(
     params=Params,
     state_schema=STATE_SCHEMA,
     state_format="ordered-v1",  # state written before ordered mode is refused, not misread
+    # state of earlier releases: one JSON blob per user (spark_jobs.state.codec)
+    bucket_state_schema=BUCKET_SCHEMA,
+    state_rules=(
+        StateRule("failures binary", from_json_state),
+        StateRule(buckets.BLOB_SCHEMA, from_bucket_blob),
+    ),
 )

@@ -9,8 +9,9 @@ about one job: each job module wires its own bucket function (or uses the ordere
 
 Per-key semantics inside a bucket:
 
-- state per key, stored together as one compact binary blob (:mod:`spark_jobs.state.columnar`),
-  with the bucket's key count beside it (state schema ``keys int, blob binary``);
+- state per key, stored together as one typed row per bucket (:mod:`spark_jobs.state.buckets`):
+  the bucket's key count, then one array per per-key column the job declares (its
+  ``JobDef.bucket_state_schema``), so Spark's state reader and ``upgrade plan`` see the fields;
 - a timeout per key; the bucket's event-time timeout is the earliest key deadline, so Spark
   calls the bucket whenever any key would have been called;
 - on a call (new data or timeout) exactly the keys Spark would have called are processed: keys
@@ -19,26 +20,25 @@ Per-key semantics inside a bucket:
   call, exactly as for the per-key operator (same operator, same watermark).
 
 State inspection: Spark's state reader shows one row per bucket (``key._bucket``,
-``value.keys``, ``value.blob``); :func:`spark_jobs.state.columnar.bucket_key_count` turns a
-bucket's value into its number of keys.
+``value.groupState.keys`` and the job's arrays); :func:`spark_jobs.state.buckets.bucket_key_count`
+turns a bucket's value into its number of keys.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import PositiveInt
 
 from spark_jobs.io import key_metrics
 from spark_jobs.jobs.declaration import JobParams
-from spark_jobs.state.columnar import BUCKET
+from spark_jobs.state import buckets
+from spark_jobs.state.buckets import BUCKET
 
 if TYPE_CHECKING:
     import pandas as pd
     from pyspark.sql.streaming.state import GroupState
-
-STATE_SCHEMA = "keys int, blob binary"
 
 
 class BatchedParams(JobParams):
@@ -70,31 +70,52 @@ def shuffle_keys(kind: str, key: str, params: type[BatchedParams]) -> Any:
 
 
 def bucketed(
-    stream: Any, key: str, input_columns: list[Any], buckets: int, func: Any, schema: str
+    stream: Any,
+    key: str,
+    input_columns: list[Any],
+    n_buckets: int,
+    func: Any,
+    schema: str,
+    state_schema: str,
 ) -> Any:
-    """``stream`` grouped by the hash bucket of ``key`` into ``buckets``, ``func`` applied per
-    bucket; ``schema`` is the job's output DDL (the metric column is added here)."""
-    bucket = bucket_column(key, buckets).alias(BUCKET)
+    """``stream`` grouped by the hash bucket of ``key`` into ``n_buckets``, ``func`` applied per
+    bucket; ``schema`` is the job's output DDL (the metric column is added here),
+    ``state_schema`` its bucket state's (:func:`spark_jobs.state.buckets.schema`)."""
+    bucket = bucket_column(key, n_buckets).alias(BUCKET)
     output = key_metrics.output_schema(schema)
     return (
         stream.select(bucket, *input_columns)
         .groupBy(BUCKET)
-        .applyInPandasWithState(func, output, STATE_SCHEMA, "append", "EventTimeTimeout")
+        .applyInPandasWithState(func, output, state_schema, "append", "EventTimeTimeout")
     )
 
 
-def save(state: Any, keys: int, blob: bytes, timeout: int | None) -> None:
-    """A bucket's state after a call: removed when ``timeout`` is None, else kept until it."""
-    if timeout is None:
+def load(state: Any, columns: Mapping[str, str]) -> dict[str, Any] | None:
+    """A bucket's stored columns (name -> numpy array), or None when it holds no state."""
+    return buckets.read(columns, state.get) if state.exists else None
+
+
+def save(
+    state: Any,
+    columns: Mapping[str, str],
+    cols: Mapping[str, Any] | None,
+    keys: int,
+    timeout: int | None,
+) -> None:
+    """A bucket's state after a call: removed when ``cols`` is None, else stored (with its
+    event-time timeout when there is one)."""
+    if cols is None:
         state.remove()
         return
-    state.update((int(keys), blob))
-    state.setTimeoutTimestamp(int(timeout))
+    state.update(buckets.row(columns, cols, keys))
+    if timeout is not None:
+        state.setTimeoutTimestamp(int(timeout))
 
 
 # -- ordered mode: events held until the watermark passes them (spark_jobs.state.ordered) ------
 def update_ordered_bucket(
     columns: list[str],
+    state_columns: Mapping[str, str],
     step: Any,
     to_events: Callable[[pd.DataFrame], dict[str, Any]],
     emit: Callable[[list[dict]], Iterator[pd.DataFrame]],
@@ -107,28 +128,23 @@ def update_ordered_bucket(
 
     ``step`` is the job's :class:`spark_jobs.state.ordered.Step`; ``to_events(frame)`` turns a
     pandas frame of input rows into columns ``key``, ``t`` (epoch ms), ``eid`` and the payload;
-    ``emit(rows)`` yields the output frames; ``columns`` are the output's. Each call also yields
+    ``emit(rows)`` yields the output frames; ``columns`` are the output's, ``state_columns`` the
+    bucket state's (name -> element type: the job's and the held events'). Each call also yields
     its metric row (:mod:`spark_jobs.io.key_metrics`). A timed-out bucket gets no rows: the
     watermark released held events or ended a key's run.
     """
     from spark_jobs.jobs.pandas_io import concat
-    from spark_jobs.state import columnar, ordered
+    from spark_jobs.state import ordered
 
     new = None
     if state.hasTimedOut:
         pass  # no rows: the earliest deadline in the bucket has passed
     elif (df := concat(pdfs)) is not None:
         new = to_events(df)
-    prev = columnar.decode(state.get[1]) if state.exists and len(state.get[1]) else None
     rows, cols, keys, timeout, c = ordered.bucket_step(
-        step, prev, new, state.getCurrentWatermarkMs()
+        step, load(state, state_columns), new, state.getCurrentWatermarkMs()
     )
-    if cols is None:
-        state.remove()
-    else:
-        state.update((int(keys), columnar.encode(cols, keys)))
-        if timeout is not None:
-            state.setTimeoutTimestamp(int(timeout))
+    save(state, state_columns, cols, keys, timeout)
     for df in emit(rows):
         yield key_metrics.with_null_metrics(df)
     yield key_metrics.frame(columns, c.after - c.before, c.updated, c.removed, c.expired)

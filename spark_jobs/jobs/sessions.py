@@ -13,7 +13,9 @@ from pydantic import NonNegativeInt
 from spark_jobs.contract.durations import spark_interval
 from spark_jobs.io import key_metrics
 from spark_jobs.jobs import keyed
-from spark_jobs.jobs.declaration import Duration, JobDef
+from spark_jobs.jobs.declaration import Duration, JobDef, StateRule
+from spark_jobs.state import buckets
+from spark_jobs.state.sessions import BUCKET_COLUMNS, STATE_SCHEMA, from_json_state
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -24,7 +26,7 @@ SCHEMA = (
     "events bigint, page_views bigint, total_duration_sec bigint, last_pages array<string>, "
     "purchased boolean, checkout_viewed boolean"
 )
-STATE_SCHEMA = "sessions binary"
+BUCKET_SCHEMA = buckets.schema(BUCKET_COLUMNS)  # the batched executor's state row
 INPUT_COLUMNS = ["user_id", "event_time", "event_id", "event_type", "page", "duration_sec"]
 TS_COLUMNS = ("session_start", "session_end")
 # the batched executor ships event_type as an index into this (3: any other type)
@@ -47,7 +49,6 @@ def update_sessions(
     """The per-key function of applyInPandasWithState, bound to the job's parameters with
     ``functools.partial``. A timed-out key is called with no rows: its open sessions close."""
     from spark_jobs.jobs.pandas_io import concat, emit, to_ms, values
-    from spark_jobs.state import codec
     from spark_jobs.state import sessions as logic
 
     events: list = []
@@ -58,13 +59,13 @@ def update_sessions(
         page, dur = values(df["page"]), values(df["duration_sec"])
         events = list(zip(t.tolist(), df["event_id"], df["event_type"], page, dur, strict=True))
     had = state.exists
-    prev = [logic.Session.from_tuple(t) for t in codec.decode(state.get[0])] if had else []
+    prev = logic.from_state_row(state.get) if had else []
     rows, still, timeout = logic.update(
         key[0], events, prev, state.getCurrentWatermarkMs(), gap_ms, max_pages
     )
     if still:
         assert timeout is not None  # an open session always has its deadline (end + gap)
-        state.update((codec.encode([s.to_tuple() for s in still]),))
+        state.update((logic.state_row(still)["sessions"],))
         state.setTimeoutTimestamp(timeout)
     else:
         state.remove()
@@ -114,11 +115,12 @@ def update_session_bucket(
         pass  # no rows: the earliest key deadline in the bucket has passed
     elif (df := concat(pdfs)) is not None:
         events = bulk_events(df)
-    prev = bulk.Sessions.decode(state.get[1]) if state.exists else bulk.Sessions.empty()
+    prev = bulk.Sessions.from_columns(keyed.load(state, bulk.BUCKET_COLUMNS))
     closed, still, timeout = bulk.update_bucket(
         events, prev, state.getCurrentWatermarkMs(), gap_ms, max_pages
     )
-    keyed.save(state, still.key_count(), still.encode() if timeout is not None else b"", timeout)
+    stored = still.columns() if timeout is not None else None
+    keyed.save(state, bulk.BUCKET_COLUMNS, stored, still.key_count(), timeout)
     if len(closed):
         out = rows_frame(bulk.output_columns(closed), columns, TS_COLUMNS)
         yield key_metrics.with_null_metrics(out)
@@ -147,7 +149,14 @@ def batched(stream: Any, p: Params, gap_ms: int, columns: list[str]) -> Any:
         "duration_sec",
     ]
     update = partial(update_session_bucket, gap_ms, p.last_pages, columns)
-    return keyed.bucketed(stream, "user_id", cols, p.buckets, update, SCHEMA)
+    return keyed.bucketed(stream, "user_id", cols, p.buckets, update, SCHEMA, BUCKET_SCHEMA)
+
+
+def from_bucket_blob(old: dict[str, Any]) -> dict[str, Any] | None:
+    """The rule for buckets of earlier releases (:func:`sessions_bulk.from_bucket_blob`)."""
+    from spark_jobs.state import sessions_bulk
+
+    return sessions_bulk.from_bucket_blob(old)
 
 
 def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
@@ -184,4 +193,10 @@ JOB = JobDef(
     settles_after=lambda spec: Params.of(spec).gap,
     params=Params,
     state_schema=STATE_SCHEMA,
+    # state of earlier releases: one JSON blob per user (spark_jobs.state.codec)
+    bucket_state_schema=BUCKET_SCHEMA,
+    state_rules=(
+        StateRule("sessions binary", from_json_state),
+        StateRule(buckets.BLOB_SCHEMA, from_bucket_blob),
+    ),
 )

@@ -37,6 +37,8 @@ def base_confs() -> dict[str, str]:
         "spark.python.authenticate.socketTimeout": "120s",
         # Not INT96 (nanoseconds): delta-rs, Polars and DuckDB read microsecond timestamps only.
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+        # pyspark's worker daemon with the fix that lets state schemas hold arrays (typed state)
+        "spark.python.daemon.module": "spark_jobs.runtime.pydaemon",
     }
 
 

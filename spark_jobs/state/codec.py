@@ -1,5 +1,7 @@
-"""State blobs of the per-key executors: a version byte, then compact JSON of plain
-lists/ints/strs/None.
+"""The per-key state blobs of earlier releases (``sessions binary`` / ``failures binary``): a
+version byte, then compact JSON of plain lists/ints/strs/None. Read only by the migration rules
+that turn them into today's typed state rows (``JobDef.state_rules``, ``upgrade migrate``);
+:func:`encode` stays so tests can write such a blob as those releases did.
 
 JSON, not pickle: a checkpoint is data, and whoever can write to it must not be able to run code
 on the executors that read it. Tuples come back as lists; the logic's ``from_tuple`` readers

@@ -1,4 +1,6 @@
-"""A compact binary encoding for columnar state (the batched executor's bucket blobs).
+"""The binary bucket blobs of earlier releases (state ``keys int, blob binary``): read only by
+the migration rules that turn them into today's typed bucket rows (:mod:`spark_jobs.state.buckets`,
+``upgrade migrate``); :func:`encode` stays so tests can write such a blob as those releases did.
 
 Layout: ``b"SKB"``, a version byte, the number of keys held (uint32), the number of columns
 (uint32); then per column its name, a type code (``q`` int64, ``?`` bool, ``s`` UTF-8 string or
@@ -12,7 +14,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
@@ -21,7 +22,6 @@ VERSION = 1
 _HEADER = struct.Struct("<3sBII")
 _COLUMN = struct.Struct("<B")
 _COUNT = struct.Struct("<I")
-BUCKET = "_bucket"  # the key column of the batched executor's state: one row per bucket
 
 
 def _encode_strings(values: np.ndarray) -> bytes:
@@ -88,24 +88,8 @@ def key_count(blob: bytes | bytearray | memoryview) -> int:
     return int(keys)
 
 
-def bucket_key_count(value: Any) -> int:
-    """Keys held by one bucket's state value: the ``value`` column of Spark's state reader
-    (``groupState``, ``timeoutTimestamp``), a state row (``keys``, ``blob``), a dict with
-    ``keys``/``blob``, or the decoded blob bytes themselves (header only, nothing else read)."""
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return key_count(value)
-    if isinstance(value, dict):
-        if "groupState" in value:  # a row of Spark's state reader: (groupState, timeoutTimestamp)
-            return bucket_key_count(value["groupState"])
-        return int(value["keys"]) if value.get("keys") is not None else key_count(value["blob"])
-    if hasattr(value, "asDict"):
-        return bucket_key_count(value.asDict())
-    if isinstance(value, (tuple, list)) and len(value) == 2:
-        return int(value[0]) if value[0] is not None else key_count(value[1])
-    raise TypeError(f"not a bucket state value: {type(value).__name__}")
-
-
 def decode(blob: bytes | bytearray | memoryview) -> dict[str, np.ndarray]:
+    """The columns of a blob (name -> numpy array), as :func:`encode` got them."""
     key_count(blob)  # checks magic and version
     buf = memoryview(bytes(blob))
     _, _, _, n_cols = _HEADER.unpack_from(buf)

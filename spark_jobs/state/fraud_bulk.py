@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from spark_jobs.state import columnar, ordered
 from spark_jobs.state import fraud as logic
+from spark_jobs.state import ordered
+from spark_jobs.state.fraud import BUCKET_COLUMNS, PAYLOAD
 
 _I64 = np.int64
 
@@ -28,14 +30,8 @@ class Bucket:
     users: dict[str, tuple[logic.Failures, int]]
 
     @classmethod
-    def decode(cls, blob: bytes | bytearray | memoryview | None) -> Bucket:
-        if blob is None or not len(blob):
-            return cls({})
-        return cls.from_columns(columnar.decode(blob))
-
-    @classmethod
     def from_columns(cls, c: Mapping[str, np.ndarray]) -> Bucket:
-        """The users stored among a decoded blob's columns (no ``key`` column: none)."""
+        """The users stored among a bucket's state columns (no ``key`` column: none)."""
         if "key" not in c:
             return cls({})
         off = np.zeros(len(c["ip_len"]) + 1, dtype=_I64)
@@ -54,9 +50,6 @@ class Bucket:
         ):
             users[k] = (logic.Failures(n, f, la, set(ips[o[i] : o[i + 1]])), d)
         return cls(users)
-
-    def encode(self) -> bytes:
-        return columnar.encode(self.columns(), len(self.users))
 
     def columns(self) -> dict[str, np.ndarray]:
         keys = list(self.users)
@@ -150,9 +143,31 @@ def ordered_step(gap_ms: int, threshold: int) -> ordered.Step:
         return rows, kept, kept.timeout(), expired | over
 
     return ordered.Step(
-        payload=("etype", "ip"),
+        payload=tuple(PAYLOAD),
         load=Bucket.from_columns,
         dump=Bucket.columns,
         keys=lambda b: set(b.users),
         step=step,
+    )
+
+
+def from_bucket_blob(old: dict[str, Any]) -> dict[str, Any] | None:
+    """``upgrade migrate``'s rule for a bucket stored as ``keys int, blob binary`` (the binary
+    columnar blob of earlier releases, :mod:`spark_jobs.state.columnar`: held events under
+    ``held.*``) -> the typed bucket row (``keys`` and :data:`BUCKET_COLUMNS` as lists); None
+    (drop the bucket) when it holds nothing."""
+    from spark_jobs.state import buckets, columnar
+
+    blob = old.get("blob")
+    if blob is None or not len(blob):
+        return None
+    stored = {n.replace("held.", ordered.PREFIX, 1): v for n, v in columnar.decode(blob).items()}
+    bucket = Bucket.from_columns(stored)
+    held = ordered.Held.from_state(stored, tuple(PAYLOAD))
+    keys = set(bucket.users) | held.keys()
+    if not keys:
+        return None
+    cols = {**bucket.columns(), **held.to_state()}
+    return dict(
+        zip(["keys", *BUCKET_COLUMNS], buckets.row(BUCKET_COLUMNS, cols, len(keys)), strict=True)
     )

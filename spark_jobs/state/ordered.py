@@ -23,8 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-# Column-name prefix of held events inside a state blob shared with the job's own columns.
-PREFIX = "held."
+from spark_jobs.state.buckets import HELD as PREFIX  # held events among a bucket's columns
 
 
 @dataclass(frozen=True)
@@ -47,7 +46,7 @@ class Held:
 
     @classmethod
     def from_state(cls, state: Mapping[str, np.ndarray], payload: tuple[str, ...]) -> Held:
-        """The held events stored among a decoded blob's columns (none stored: empty)."""
+        """The held events stored among a bucket's state columns (none stored: empty)."""
         if PREFIX + "t" not in state:
             return cls.empty(payload)
         return cls({n: state[PREFIX + n] for n in ("key", "t", "eid", *payload)})
@@ -125,7 +124,7 @@ class KeyCounts:
 class Step:
     """A job's logic as the ordered bucket executor drives it (all pure, numpy/pandas only).
 
-    ``load`` reads the job's state from a decoded blob's columns, ``dump`` writes it back;
+    ``load`` reads the job's state from a bucket's state columns, ``dump`` writes it back;
     ``keys`` names the keys it holds; ``step(released, state, watermark)`` applies released
     events (sorted by key, time, event_id) and the watermark, returning (output rows, new
     state, deadline or None, keys whose state the timeout removed).

@@ -3,7 +3,8 @@ previous one (event time). A session closes once the watermark passes ``session_
 every later event is at or after the watermark, so none can join it any more.
 
 State per user: the open sessions (usually one; several when a batch holds events far apart
-before the watermark has caught up), each with its aggregates.
+before the watermark has caught up), each with its aggregates: a typed row of
+:data:`STATE_SCHEMA`, read with :func:`from_state_row` and written with :func:`state_row`.
 """
 
 from __future__ import annotations
@@ -11,10 +12,35 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 PAGE_VIEW = "page_view"
 PURCHASE = "purchase"
 CHECKOUT = "checkout"
+
+# The per-key executor's state row: a user's open sessions, the last page views of each inside it.
+STATE_SCHEMA = (
+    "sessions array<struct<start:bigint,end:bigint,events:bigint,page_views:bigint,"
+    "total_duration:bigint,pages:array<struct<t:bigint,eid:string,page:string>>,"
+    "purchased:boolean,checkout_viewed:boolean>>"
+)
+# The batched executor's bucket columns (spark_jobs.state.buckets, spark_jobs.state.sessions_bulk):
+# one entry per open session (a user may have several), then the sessions' last page views
+# flattened, ``page_len`` of them per session.
+BUCKET_COLUMNS = {
+    "key": "string",
+    "start": "bigint",
+    "end": "bigint",
+    "events": "bigint",
+    "page_views": "bigint",
+    "duration": "bigint",
+    "purchased": "boolean",
+    "checkout": "boolean",
+    "page_len": "bigint",
+    "page_t": "bigint",
+    "page_eid": "string",
+    "page_page": "string",
+}
 
 
 @dataclass
@@ -43,6 +69,53 @@ class Session:
     @classmethod
     def from_tuple(cls, t: tuple) -> Session:
         return cls(t[0], t[1], t[2], t[3], t[4], [tuple(p) for p in t[5]], t[6], t[7])
+
+    def to_row(self) -> dict[str, Any]:
+        """One element of the state row's ``sessions`` array (:data:`STATE_SCHEMA`)."""
+        return {
+            "start": self.start,
+            "end": self.end,
+            "events": self.events,
+            "page_views": self.page_views,
+            "total_duration": self.total_duration,
+            "pages": [{"t": t, "eid": e, "page": p} for t, e, p in self.pages or ()],
+            "purchased": self.purchased,
+            "checkout_viewed": self.checkout_viewed,
+        }
+
+    @classmethod
+    def from_row(cls, r: Any) -> Session:
+        """A ``sessions`` element as Spark hands it back (a Row) or as :meth:`to_row` wrote it."""
+        return cls(
+            r["start"],
+            r["end"],
+            r["events"],
+            r["page_views"],
+            r["total_duration"],
+            [(p["t"], p["eid"], p["page"]) for p in r["pages"] or ()],
+            r["purchased"],
+            r["checkout_viewed"],
+        )
+
+
+def state_row(sessions: list[Session]) -> dict[str, Any]:
+    """A user's state row (:data:`STATE_SCHEMA`) holding ``sessions``."""
+    return {"sessions": [s.to_row() for s in sessions]}
+
+
+def from_state_row(row: Any) -> list[Session]:
+    """The open sessions of a state row (Spark's Row, a tuple or :func:`state_row`'s dict)."""
+    items = row["sessions"] if isinstance(row, dict) else row[0]
+    return [Session.from_row(r) for r in items or ()]
+
+
+def from_json_state(old: dict[str, Any]) -> dict[str, Any] | None:
+    """``upgrade migrate``'s rule for state stored as ``sessions binary`` (the JSON codec of
+    earlier releases) -> :data:`STATE_SCHEMA`; None (drop the key) when it holds no session."""
+    from spark_jobs.state import codec
+
+    held = codec.decode(old["sessions"]) or []
+    return state_row([Session.from_tuple(t) for t in held]) if held else None
 
 
 # An event as the logic sees it: (time_ms, event_id, event_type, page, duration_sec)

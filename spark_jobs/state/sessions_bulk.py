@@ -13,13 +13,20 @@ in (time, event_id, page) order, as the per-user merge keeps them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from spark_jobs.state import columnar
-from spark_jobs.state.sessions import CHECKOUT, PAGE_VIEW, PURCHASE, session_id
+from spark_jobs.state.sessions import (
+    BUCKET_COLUMNS,
+    CHECKOUT,
+    PAGE_VIEW,
+    PURCHASE,
+    session_id,
+)
 
 _I64 = np.int64
 
@@ -115,20 +122,41 @@ class Sessions:
     def key_count(self) -> int:
         return len(pd.unique(self.key)) if len(self) else 0
 
-    # -- the compact blob ------------------------------------------------------------------
-    def encode(self) -> bytes:
+    # -- the bucket's state columns (BUCKET_COLUMNS) ------------------------------------------
+    def columns(self) -> dict[str, np.ndarray]:
         cols = {f.name: getattr(self, f.name) for f in fields(Sessions) if f.name != "page_off"}
         cols["page_len"] = np.diff(self.page_off)
-        return columnar.encode(cols, self.key_count())
+        return cols
 
     @classmethod
-    def decode(cls, blob: bytes | bytearray | memoryview | None) -> Sessions:
-        if blob is None or not len(blob):
+    def from_columns(cls, cols: Mapping[str, np.ndarray] | None) -> Sessions:
+        if not cols or not len(cols["start"]):
             return cls.empty()
-        cols = columnar.decode(blob)
         off = np.zeros(len(cols["page_len"]) + 1, dtype=_I64)
-        np.cumsum(cols.pop("page_len"), out=off[1:])
-        return cls(page_off=off, **cols)
+        np.cumsum(cols["page_len"], out=off[1:])
+        return cls(page_off=off, **{n: v for n, v in cols.items() if n != "page_len"})
+
+
+def from_bucket_blob(old: dict[str, Any]) -> dict[str, Any] | None:
+    """``upgrade migrate``'s rule for a bucket stored as ``keys int, blob binary`` (the binary
+    columnar blob of earlier releases, :mod:`spark_jobs.state.columnar`) -> the typed bucket row
+    (``keys`` and :data:`BUCKET_COLUMNS` as lists); None (drop the bucket) when it holds none."""
+    from spark_jobs.state import buckets, columnar
+
+    blob = old.get("blob")
+    if blob is None or not len(blob):
+        return None
+    sessions = Sessions.from_columns(columnar.decode(blob))
+    if not len(sessions):
+        return None
+    cols = sessions.columns()
+    return dict(
+        zip(
+            ["keys", *BUCKET_COLUMNS],
+            buckets.row(BUCKET_COLUMNS, cols, sessions.key_count()),
+            strict=True,
+        )
+    )
 
 
 def due_or_touched(

@@ -22,7 +22,7 @@ def read_declared(spec: Any) -> Facts:
     # The batched executor keeps one state row per hash bucket of the key (spark_jobs.jobs.keyed),
     # its keys' states in it
     batched = spec.executor == "batched" and issubclass(job.params, keyed.BatchedParams)
-    state = keyed.STATE_SCHEMA if batched else job.state_schema
+    state = job.bucket_state_schema if batched else job.state_schema
     return Facts(
         fingerprint=fingerprint(spec),
         state_key=list(job.state_key) or None,

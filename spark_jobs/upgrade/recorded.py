@@ -12,7 +12,7 @@ from spark_jobs.checkpoints.validate import PROVIDER_CONF, SHUFFLE_CONF
 from spark_jobs.contract import delta
 from spark_jobs.contract.errors import UserError
 from spark_jobs.runtime import binding
-from spark_jobs.state.columnar import BUCKET
+from spark_jobs.state.buckets import BUCKET
 from spark_jobs.upgrade import schemas
 from spark_jobs.upgrade.facts import Recorded
 from spark_jobs.upgrade.replay import replay_inputs

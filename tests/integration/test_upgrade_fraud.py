@@ -20,6 +20,7 @@ from spark_jobs.cli import main
 from spark_jobs.contract import paths
 from spark_jobs.contract.errors import ExitCode, UserError
 from spark_jobs.contract.spec import load_spec
+from spark_jobs.jobs.fraud_alerts import STATE_SCHEMA
 from spark_jobs.jobs.runner import run_job
 
 pytestmark = pytest.mark.integration
@@ -176,7 +177,7 @@ def test_migrate_records_the_declaration_after_a_snapshot(outcome):
     b = outcome["binding"]
     assert b["fingerprint"]["params"]["threshold"] == 3
     # recorded at the first run, kept by the migration
-    assert b["declaration"] == {"state_key": ["user_id"], "state_schema": "failures binary"}
+    assert b["declaration"] == {"state_key": ["user_id"], "state_schema": STATE_SCHEMA}
     (up,) = b["upgrades"]
     assert up["snapshot"] and up["batch"] == 1
     assert [c["field"] for c in up["changes"]] == ["params.threshold"]

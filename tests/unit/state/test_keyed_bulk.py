@@ -1,7 +1,7 @@
 """The batched logic against the per-key logic, driven the way Spark drives each: per key (calls
 for keys with data, then for keys whose timeout is before the watermark) and per bucket (calls for
-buckets with data, or whose earliest key deadline is before the watermark), state blobs encoded
-and decoded between batches. Random inputs with ties, duplicates, far jumps of the watermark."""
+buckets with data, or whose earliest key deadline is before the watermark), the bucket's typed
+state row (spark_jobs.state.buckets) written and read back between batches. Random inputs with ties, duplicates, far jumps of the watermark."""
 
 from __future__ import annotations
 
@@ -11,12 +11,20 @@ import zlib
 import numpy as np
 import pytest
 
-from spark_jobs.state import columnar, fraud, fraud_bulk, sessions, sessions_bulk
+from spark_jobs.state import buckets, columnar, fraud, fraud_bulk, sessions, sessions_bulk
 
 pytestmark = pytest.mark.unit
 
 MIN = 60_000
 GAP = 30 * MIN
+SESSION_COLS = sessions.BUCKET_COLUMNS
+# the failure runs' columns (the ordered executor adds the held events': test_ordered.py)
+RUN_COLS = {n: t for n, t in fraud.BUCKET_COLUMNS.items() if not n.startswith(buckets.HELD)}
+
+
+def _stored(columns, row):
+    """A state row as Spark hands it back: the lists it was given, copied."""
+    return buckets.read(columns, tuple(list(v) if isinstance(v, list) else v for v in row))
 
 
 def _batches(
@@ -93,7 +101,7 @@ def _sessions_events(evs):
 
 
 def _bucketed_sessions(batches, max_pages, n_buckets):
-    blobs: dict[int, tuple[bytes, int]] = {}
+    blobs: dict[int, tuple[tuple, int]] = {}
     rows: list[dict] = []
     for evs, wm in batches:
         by_bucket: dict[int, list] = {}
@@ -101,10 +109,8 @@ def _bucketed_sessions(batches, max_pages, n_buckets):
             by_bucket.setdefault(_bucket(e[0], n_buckets), []).append(e)
         due = [b for b, (_, to) in blobs.items() if b not in by_bucket and to < wm]
         for b in [*by_bucket, *due]:
-            prev = (
-                sessions_bulk.Sessions.decode(blobs[b][0])
-                if b in blobs
-                else sessions_bulk.Sessions.empty()
+            prev = sessions_bulk.Sessions.from_columns(
+                _stored(SESSION_COLS, blobs[b][0]) if b in blobs else None
             )
             closed, still, to = sessions_bulk.update_bucket(
                 _sessions_events(by_bucket.get(b, [])), prev, wm, GAP, max_pages
@@ -116,9 +122,9 @@ def _bucketed_sessions(batches, max_pages, n_buckets):
                 blobs.pop(b, None)
             else:
                 assert to >= wm
-                blob = still.encode()
-                assert columnar.key_count(blob) == len(set(still.key.tolist()))
-                blobs[b] = (blob, to)
+                row = buckets.row(SESSION_COLS, still.columns(), still.key_count())
+                assert buckets.bucket_key_count(row) == len(set(still.key.tolist()))
+                blobs[b] = (row, to)
     return rows, blobs
 
 
@@ -146,7 +152,9 @@ def test_sessions_bulk_keeps_open_sessions_between_calls():
     )
     closed, still, to = sessions_bulk.update_bucket(ev, sessions_bulk.Sessions.empty(), 0, GAP, 10)
     assert not len(closed) and len(still) == 2 and to == GAP
-    again = sessions_bulk.Sessions.decode(still.encode())
+    row = buckets.row(SESSION_COLS, still.columns(), still.key_count())
+    assert row[:3] == (1, ["u1", "u1"], [0, 50 * MIN])  # keys, then one entry per session
+    again = sessions_bulk.Sessions.from_columns(_stored(SESSION_COLS, row))
     closed, still, to = sessions_bulk.update_bucket(
         sessions_bulk.Events.empty(), again, GAP + 1, GAP, 10
     )
@@ -173,7 +181,7 @@ def _per_key_fraud(batches, threshold=5, gap=10 * MIN):
 
 
 def _bucketed_fraud(batches, n_buckets, threshold=5, gap=10 * MIN):
-    blobs: dict[int, tuple[bytes, int]] = {}
+    blobs: dict[int, tuple[tuple, int]] = {}
     rows: list[dict] = []
     for evs, wm in batches:
         by_bucket: dict[int, list] = {}
@@ -181,7 +189,11 @@ def _bucketed_fraud(batches, n_buckets, threshold=5, gap=10 * MIN):
             by_bucket.setdefault(_bucket(e[0], n_buckets), []).append(e)
         due = [b for b, (_, to) in blobs.items() if b not in by_bucket and to < wm]
         for b in [*by_bucket, *due]:
-            prev = fraud_bulk.Bucket.decode(blobs[b][0]) if b in blobs else fraud_bulk.Bucket({})
+            prev = (
+                fraud_bulk.Bucket.from_columns(_stored(RUN_COLS, blobs[b][0]))
+                if b in blobs
+                else fraud_bulk.Bucket({})
+            )
             e = by_bucket.get(b, [])
             cols = (
                 [
@@ -199,7 +211,7 @@ def _bucketed_fraud(batches, n_buckets, threshold=5, gap=10 * MIN):
                 blobs.pop(b, None)
             else:
                 assert to >= wm
-                blobs[b] = (new.encode(), to)
+                blobs[b] = (buckets.row(RUN_COLS, new.columns(), len(new.users)), to)
     return rows, blobs
 
 
@@ -210,6 +222,25 @@ def test_fraud_bulk_equals_per_key(seed):
     expected, _ = _per_key_fraud(batches)
     got, _ = _bucketed_fraud(batches, rng.choice([1, 4]))
     assert expected and _norm(got) == _norm(expected)
+
+
+def test_bucket_state_is_typed_and_counts_its_keys():
+    """The bucket state's DDL names every per-key column as an array (what Spark's state reader
+    and the upgrade plan show); its key count reads from a row, a reader value or a dict."""
+    from spark_jobs.io.tables import ddl_fields
+
+    fields = dict(ddl_fields(buckets.schema(SESSION_COLS)))
+    assert fields["keys"] == "int" and fields["page_eid"] == "array<string>"
+    assert fields["purchased"] == "array<boolean>" and len(fields) == len(SESSION_COLS) + 1
+    with pytest.raises(ValueError, match="types are"):
+        buckets.schema({"x": "double"})
+    row = buckets.row(RUN_COLS, fraud_bulk.Bucket({}).columns(), 0)
+    assert row == (0, *([[]] * len(RUN_COLS)))
+    with pytest.raises(ValueError, match="columns"):
+        buckets.read(SESSION_COLS, row)
+    value = {"groupState": {"keys": 7, "key": ["a"]}, "timeoutTimestamp": 1}
+    assert buckets.bucket_key_count(value) == 7 == buckets.bucket_key_count((7, ["a"]))
+    assert buckets.bucket_key_count({"keys": 3, "blob": b"SKB"}) == 3  # an earlier release's
 
 
 def test_columnar_round_trip_and_refusals():

@@ -10,7 +10,7 @@ import zlib
 import numpy as np
 import pytest
 
-from spark_jobs.state import columnar, fraud, fraud_bulk, ordered
+from spark_jobs.state import buckets, fraud, fraud_bulk, ordered
 from spark_jobs.state import service_health as health
 
 pytestmark = pytest.mark.unit
@@ -18,6 +18,7 @@ pytestmark = pytest.mark.unit
 MIN = 60_000
 GAP = 10 * MIN
 DELAY = 10 * MIN
+COLS = fraud.BUCKET_COLUMNS  # the bucket's typed state row: failure runs and held events
 
 
 def _events(rng: random.Random, n: int = 600, users: int = 12) -> list[tuple]:
@@ -46,7 +47,7 @@ def _run_buckets(batches: list[list[tuple]], n_buckets: int) -> tuple[list[dict]
     previous watermark) dropped, buckets with rows or a timeout before the watermark called;
     then no-data batches while the watermark moves. Returns (rows, admitted events, counts)."""
     step = fraud_bulk.ordered_step(GAP, 5)
-    state: dict[int, tuple[bytes, int, int | None]] = {}
+    state: dict[int, tuple[tuple, int, int | None]] = {}
     rows: list[dict] = []
     admitted: list[tuple] = []
     counts: list[ordered.KeyCounts] = []
@@ -63,7 +64,7 @@ def _run_buckets(batches: list[list[tuple]], n_buckets: int) -> tuple[list[dict]
             if b not in by_bucket and to is not None and to < wm
         ]
         for b in [*by_bucket, *due]:
-            prev = columnar.decode(state[b][0]) if b in state else None
+            prev = buckets.read(COLS, state[b][0]) if b in state else None
             e = by_bucket.get(b, [])
             new = {
                 "key": np.array([x[0] for x in e], dtype=object),
@@ -81,7 +82,7 @@ def _run_buckets(batches: list[list[tuple]], n_buckets: int) -> tuple[list[dict]
                 assert timeout is None or timeout >= wm, (
                     "Spark refuses a timeout behind the watermark"
                 )
-                state[b] = (columnar.encode(cols, keys), keys, timeout)
+                state[b] = (buckets.row(COLS, cols, keys), keys, timeout)
         max_t = max([max_t, *(e[1] for e in evs)])
         wm_late = wm
         wm = max(wm, max_t - DELAY) if evs else max(wm, max_t + 10 * GAP)  # the end: flush
@@ -117,8 +118,8 @@ def test_alerts_follow_event_time_whatever_the_batches(seed):
     rng = random.Random(seed)
     events = _events(rng)
     results = []
-    for parts, buckets in ((1, 1), (3, 4), (5, 1), (9, 16)):
-        got, admitted, _ = _run_buckets(_arrivals(rng, events, parts), buckets)
+    for parts, n_buckets in ((1, 1), (3, 4), (5, 1), (9, 16)):
+        got, admitted, _ = _run_buckets(_arrivals(rng, events, parts), n_buckets)
         assert len(admitted) == len(events), "overlaps under the delay: nothing is late"
         assert _norm(got) == _norm(_reference(admitted))
         results.append(_norm(got))

@@ -16,6 +16,7 @@ from spark_jobs.checkpoints.roots import Target
 from spark_jobs.checkpoints.synthetic import make_checkpoint
 from spark_jobs.contract.errors import ExitCode, UserError
 from spark_jobs.contract.spec import load_spec
+from spark_jobs.jobs import definition
 from spark_jobs.runtime import binding
 from spark_jobs.upgrade import verdicts
 from spark_jobs.upgrade.declared import fingerprint, read_declared
@@ -23,6 +24,8 @@ from spark_jobs.upgrade.plan import make_plan
 from spark_jobs.upgrade.recorded import read_recorded
 
 pytestmark = pytest.mark.unit
+
+FRAUD = definition("fraud_alerts")
 
 OUTPUT = (
     "user_id string, alert_time timestamp, first_failure_time timestamp, failed_attempts bigint, "
@@ -42,14 +45,38 @@ def utf(obj: dict) -> bytes:
     return struct.pack(">H", len(b)) + b
 
 
+def _split(text: str) -> list[str]:
+    """``text`` split at the commas outside any ``<...>``."""
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        depth += {"<": 1, ">": -1}.get(ch, 0)
+        if ch == "," and not depth:
+            parts, cur = [*parts, cur], ""
+        else:
+            cur += ch
+    return [*parts, cur]
+
+
+def json_of(ddl_type: str) -> object:
+    """A DDL type as Spark's JSON schema spells it (what its state schema file holds)."""
+    t = ddl_type.strip()
+    if t.startswith("array<"):
+        return {"type": "array", "elementType": json_of(t[6:-1]), "containsNull": True}
+    if t.startswith("struct<"):
+        fields = [f.split(":", 1) for f in _split(t[7:-1])]
+        return struct_json([(n.strip(), json_of(ft)) for n, ft in fields])
+    return {"bigint": "long", "int": "integer"}.get(t, t)
+
+
 def write_state_schema(ck: Path, key: list[str]) -> None:
     """The schema file Spark 4.2 writes for applyInPandasWithState (partition 0): version,
-    then key and value schemas as length-prefixed JSON."""
-    row = (
-        [("keys", "integer"), ("blob", "binary")]
-        if key == ["_bucket"]
-        else [("failures", "binary")]
-    )
+    then key and value schemas as length-prefixed JSON; the value is the state row fraud_alerts
+    declares for the executor (per key, or per bucket of keys)."""
+    from spark_jobs.io.tables import ddl_fields
+
+    ddl = FRAUD.bucket_state_schema if key == ["_bucket"] else FRAUD.state_schema
+    assert isinstance(ddl, str)
+    row = [(n, json_of(t)) for n, t in ddl_fields(ddl)]
     value = struct_json([("groupState", struct_json(row)), ("timeoutTimestamp", "long")])
     folder = ck / "state" / "0" / "0" / "_metadata"
     folder.mkdir(parents=True, exist_ok=True)
@@ -348,11 +375,11 @@ def test_the_declared_state_is_compared_where_the_binding_recorded_it(live):
     spec, checkpoint, tmp = live
     checkpoint(
         key=("_bucket",),
-        declaration={"state_key": ["user_id"], "state_schema": "failures binary"},
+        declaration={"state_key": ["user_id"], "state_schema": FRAUD.state_schema},
     )
     batched = replace(spec, executor="batched")
     assert plan_of(batched, tmp) == []
-    changes = plan_of(batched, tmp, state_schema="failures binary, devices array<string>")
+    changes = plan_of(batched, tmp, state_schema=f"{FRAUD.state_schema}, devices array<string>")
     assert [(c.field, c.after, c.verdict) for c in changes] == [
         ("state.devices", "array<string>", "migrate")
     ]
