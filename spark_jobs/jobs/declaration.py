@@ -108,6 +108,9 @@ class JobDef:
     # an older ``state_schema`` gives a ``state_schema`` row, one from an older bucket layout a
     # ``bucket_state_schema`` row.
     state_rules: tuple[StateRule, ...] = ()
+    # A value for a field a new release adds to the state row (or a transformWithState
+    # variable's row), given to every key already in state by ``upgrade migrate``; null if absent.
+    state_defaults: Mapping[str, Any] = field(default_factory=dict)
     # The columns the job's own state is kept per (its groupBy): ``upgrade plan`` compares them
     # with the key Spark stored; empty when Spark keeps the state (built-in operators).
     state_key: tuple[str, ...] = ()
@@ -160,6 +163,12 @@ class JobDef:
         if self.state_format is not None:
             out["state_format"] = self.state_format
         return out
+
+    def stored_state_schema(self, spec: Any) -> str | Mapping[str, str] | None:
+        """The state row Spark keeps for ``spec``: the bucket's on the batched executor."""
+        if spec.executor == "batched" and self.bucket_state_schema is not None:
+            return self.bucket_state_schema
+        return self.state_schema
 
     def declaration(self) -> dict[str, Any]:
         """What of the declaration the binding records beside the fingerprint (``declaration``):

@@ -144,7 +144,20 @@ def failure(spec: JobSpec, exc: BaseException) -> JobFailed:
     if lost:
         return JobFailed(lost)
     head = f"job {spec.name} failed: "
+    if any(c in str(exc) for c in STATE_SCHEMA_ERRORS):  # the code's state row changed
+        return JobFailed(
+            f"{head}the job's state row no longer matches the one its checkpoint "
+            f"{spec.checkpoint} holds; run python -m spark_jobs upgrade plan {spec.name} to see "
+            "the change and how to migrate the state (docs/upgrades.md)"
+        )
     return JobFailed(head + spark_errors.reason(exc, spark_errors.LINE_LIMIT - len(head)))
+
+
+# Spark's refusals of a state row other than the stored one (a release that changed it)
+STATE_SCHEMA_ERRORS = (
+    "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE",
+    "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE",
+)
 
 
 def admitted_until_ms(spec: JobSpec) -> int | None:

@@ -16,13 +16,12 @@ def fingerprint(spec: Any) -> dict[str, Any]:
 
 
 def read_declared(spec: Any) -> Facts:
-    from spark_jobs.jobs import definition, keyed
+    from spark_jobs.jobs import definition
 
     job = definition(spec.name)
     # The batched executor keeps one state row per hash bucket of the key (spark_jobs.jobs.keyed),
     # its keys' states in it
-    batched = spec.executor == "batched" and issubclass(job.params, keyed.BatchedParams)
-    state = job.bucket_state_schema if batched else job.state_schema
+    state = job.stored_state_schema(spec)
     return Facts(
         fingerprint=fingerprint(spec),
         state_key=list(job.state_key) or None,

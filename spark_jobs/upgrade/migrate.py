@@ -125,11 +125,12 @@ def _rewrite(
 
     spec: Any = target.spec
     job_def = definition(target.job)
-    if job_def.state_schema is None:
+    stored_schema = job_def.stored_state_schema(spec)
+    if stored_schema is None:
         raise UserError(
             f"upgrade migrate {target.job}: Spark keeps this job's state; nothing to rewrite"
         )
-    tws = not isinstance(job_def.state_schema, str)
+    tws = not isinstance(stored_schema, str)
     if tws and with_fn:
         raise UserError(
             f"upgrade migrate {target.job}: --with is for applyInPandasWithState state rows; a "
@@ -145,9 +146,7 @@ def _rewrite(
     spark = _session(target, spark)
     if not tws:
         state = rewrite.stored_state(spark, live, batch)
-        rule = rules.choose(
-            rewrite.stored_row_type(state), str(job_def.state_schema), job_def, with_fn
-        )
+        rule = rules.choose(rewrite.stored_row_type(state), str(stored_schema), job_def, with_fn)
     work = staging.new_work(live)
     staged = work / "checkpoint"
     staging.copy_logs(live, staged)
@@ -163,7 +162,7 @@ def _rewrite(
         staged=staged,
         work=work,
         batch=batch,
-        state_ddl=str(job_def.state_schema),
+        state_ddl=str(stored_schema),
         store=spec.state_store,
         partitions=int(pinned.get("spark.sql.shuffle.partitions", spec.shuffle_partitions)),
         confs=spec_confs(spec),
@@ -171,7 +170,7 @@ def _rewrite(
     if tws:
         from spark_jobs.upgrade import rewrite_tws
 
-        variables: Any = job_def.state_schema
+        variables: Any = stored_schema
         mode: Any = job_def.time_mode
         keys = rewrite_tws.run(spark, rw, dict(variables), _defaults(job_def), mode(spec))
         rule_name = "variables' fields by name"
@@ -197,7 +196,7 @@ def _rewrite(
 
 
 def _defaults(job_def: Any) -> dict[str, Any]:
-    return dict(getattr(job_def, "state_defaults", {}) or {})
+    return dict(job_def.state_defaults)
 
 
 def _watermark(changes: list[verdicts.Change], live: Path, batch: int) -> int | None:

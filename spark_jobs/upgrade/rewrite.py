@@ -80,7 +80,18 @@ def run(spark: Any, rw: Rewrite, rule: Rule, state: Any) -> int:
     seed_ck = rw.work / "seed_checkpoint"
     _seed_checkpoint(spark, rw, seed, seed_ck, key_cols, has_timeout)
     place(spark, rw, seed_ck)
+    check_written(stored_state(spark, rw.staged, rw.batch + 1).count(), keys)
     return keys
+
+
+def check_written(found: int, keys: int) -> None:
+    """The rewritten state holds every key the rule kept, or the migration stops here (the live
+    checkpoint untouched)."""
+    if found != keys:
+        raise UserError(
+            f"upgrade migrate: the rewritten state holds {found} keys, not the {keys} the rule "
+            "gave; nothing changed"
+        )
 
 
 def _write_seed(
@@ -156,9 +167,10 @@ def _seed_checkpoint(
     fields = struct_type(rw.state_ddl).fieldNames()
     stream = session.readStream.schema(schema).parquet(str(seed))
     timeout_conf = "NoTimeout"
-    if has_timeout:  # Spark wants a watermark for an event-time timeout: one at the epoch,
-        # so no timeout fires and no second batch runs in the seed
-        stream = stream.withColumn(SEED_TIME, F.lit(0).cast("timestamp")).withWatermark(
+    if has_timeout:  # Spark wants a watermark for an event-time timeout. The seed's rows sit
+        # one second after the epoch: at the epoch itself Spark drops them as late (time <= the
+        # initial watermark 0), and no key's timeout is that early, so none fires.
+        stream = stream.withColumn(SEED_TIME, F.lit(1).cast("timestamp")).withWatermark(
             SEED_TIME, "0 seconds"
         )
         timeout_conf = "EventTimeTimeout"

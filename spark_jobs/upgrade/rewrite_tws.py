@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from spark_jobs.contract.errors import UserError
 from spark_jobs.io.tables import column_names
-from spark_jobs.upgrade.rewrite import Rewrite, _plain, place
+from spark_jobs.upgrade.rewrite import Rewrite, _plain, check_written, place
 from spark_jobs.upgrade.rules import struct_type
 
 VAR, VALUE = "_var", "_value"
@@ -129,8 +130,24 @@ def run(
     variables = [(v, kinds[v], declared[v]) for v in kinds]
     _seed(spark, rw, initial, seed_ck, key_cols, variables, time_mode)
     place(spark, rw, seed_ck)
+    written = [
+        _read(spark, replace(rw, live=rw.staged, batch=rw.batch + 1), stateVarName=v).select("key")
+        for v in kinds
+    ]
+    found = written[0]
+    for w in written[1:]:
+        found = found.union(w)
+    check_written(found.distinct().count(), keys - _timer_only(initial, key_cols))
     _point_metadata_at(rw, seed_ck)
     return keys
+
+
+def _timer_only(initial: Any, key_cols: list[str]) -> int:
+    """Keys with a timer and no variable (they hold no row to count)."""
+    from pyspark.sql import functions as F
+
+    per_key = initial.groupBy(*key_cols).agg(F.max((F.col(VAR) != TIMER).cast("int")).alias("v"))
+    return int(per_key.where(F.col("v") == 0).count())
 
 
 def _read(spark: Any, rw: Rewrite, **options: str) -> Any:

@@ -90,17 +90,23 @@ def _converter(
                     if row is not None and row.get(name) is not None:
                         row[name] = base64.b64decode(row[name])
                 new = fn(row) if row is not None else None
-                out.append(None if new is None else json.dumps(new))
+                out.append(None if new is None else json.dumps(new, default=_json_bytes))
             yield frame[[*key_cols, TIMEOUT]].assign(**{JSON: out})[[*key_cols, JSON, TIMEOUT]]
 
     return convert
 
 
+def _json_bytes(value: Any) -> str:
+    """A binary field of a new row, as Spark's JSON reader takes binary: base64."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    raise TypeError(f"a state row value of type {type(value).__name__} is not JSON")
+
+
 def _job_rule(job: str, index: int) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
     from spark_jobs.jobs import definition
 
-    rules: Any = getattr(definition(job), "state_rules", ())
-    return rules[index].convert  # type: ignore[no-any-return]
+    return definition(job).state_rules[index].convert
 
 
 def load_function(
@@ -135,7 +141,7 @@ def choose(stored: Any, state_ddl: str, job_def: Any, with_fn: str | None) -> Ru
         return Rule(f"--with {with_fn}", "python", function=with_fn)
     if _same(stored, new):
         return Rule("same rows", "same")
-    for i, r in enumerate(getattr(job_def, "state_rules", ())):
+    for i, r in enumerate(job_def.state_rules):
         if _same(stored, struct_type(r.from_schema)):
             return Rule(
                 f"{job_def.name}'s rule from {r.from_schema!r}", "python", job=job_def.name, index=i
@@ -151,7 +157,7 @@ def choose(stored: Any, state_ddl: str, job_def: Any, with_fn: str | None) -> Ru
             f"type ({old_types[f].simpleString()} -> {new[f].dataType.simpleString()}); give "
             "--with MODULE:FUNCTION (old state row -> new row) to convert it"
         )
-    defaults = dict(getattr(job_def, "state_defaults", {}) or {})
+    defaults = dict(job_def.state_defaults)
     added = [f.name for f in new.fields if f.name not in old_types]
     dropped = [n for n in old_types if n not in new.fieldNames()]
     what = "; ".join(

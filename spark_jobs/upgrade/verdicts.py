@@ -234,7 +234,10 @@ def _state(rec: Recorded, now: Facts, same_rows: bool) -> list[Change]:
     if rec.state_schema is not None and now.state_schema is not None:
         old_s, new_s = rec.state_schema, now.state_schema
         if isinstance(old_s, str) and isinstance(new_s, str):
-            return _fields(dict(schemas.ddl(old_s)), dict(schemas.ddl(new_s)), "state.")
+            declared = _fields(dict(schemas.ddl(old_s)), dict(schemas.ddl(new_s)), "state.")
+            # the same state kept in another row (the batched executor's bucket layout of an
+            # earlier release): Spark's stored row says so
+            return declared or _stored_rows(rec, now, same_rows)
         old_v = old_s if isinstance(old_s, dict) else {}
         new_v = new_s if isinstance(new_s, dict) else {}
         out = []
@@ -255,6 +258,11 @@ def _state(rec: Recorded, now: Facts, same_rows: bool) -> list[Change]:
                     dict(schemas.ddl(old_v[var])), dict(schemas.ddl(new_v[var])), f"state.{var}."
                 )
         return out
+    return _stored_rows(rec, now, same_rows)
+
+
+def _stored_rows(rec: Recorded, now: Facts, same_rows: bool) -> list[Change]:
+    """The state row Spark stored against the one the job now stores."""
     if rec.state_value is None or now.state_value is None or not same_rows:
         return []
     return _fields(dict(rec.state_value), dict(now.state_value), "state.")

@@ -1,0 +1,118 @@
+"""A checkpoint written by the release before typed state, migrated forward by the job's own
+rule (real Spark, Delta, RocksDB): ``sessions`` on the batched executor runs arrival 1; its state
+is then written back in the old bucket form (``keys int, blob binary``, through
+tests/integration/jobs_v2/sessions_v0.py and ``upgrade migrate --with``), as a deployment of that
+release would have left it. With the current code, ``plan`` calls the bucket row's change
+``migrate``, ``run`` refuses, ``upgrade migrate`` applies ``JobDef.state_rules`` (no ``--with``),
+and arrival 2 gives exactly the sessions the hand-checked test works out for the same events in
+one arrival: open sessions crossed two state formats intact."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+import pytest
+import yaml
+from jobkit import at, rows, ts, write_lines
+
+from spark_jobs.cli import main
+from spark_jobs.contract import paths
+from spark_jobs.contract.errors import ExitCode, UserError
+from spark_jobs.contract.spec import load_spec
+from spark_jobs.jobs import EXTRA_MODULES_ENV
+from spark_jobs.jobs.runner import run_job
+
+pytestmark = pytest.mark.integration
+
+
+def click(eid, user, minute, etype="page_view", page="/p", dur=10):
+    return {
+        "event_id": eid,
+        "user_id": user,
+        "event_type": etype,
+        "page": page,
+        "duration_sec": dur,
+        "event_time": at(minute),
+    }
+
+
+# test_jobs_hand_checked.py::test_sessions's events, in two arrivals
+ARRIVAL_1 = [
+    click("a2", "u1", 0, "page_view", "/home", 10),
+    click("a3", "u1", 10, "checkout", "/checkout", None),
+    click("b1", "u2", 5, "page_view", "/x", 2),
+]
+ARRIVAL_2 = [
+    click("a1", "u1", 20, "purchase", None, 5),
+    click("a4", "u1", 80, "page_view", "/again", 1),  # 60 min after a1: a new session
+    click("z1", "u3", 200, "page_view", "/late", 1),  # moves the watermark to 190
+]
+
+
+def cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_state_of_the_release_before_typed_state_is_migrated_by_the_jobs_rule(
+    spark, tmp_path, monkeypatch
+):
+    from spark_jobs.state.sessions import session_id
+
+    specs, land = tmp_path / "specs", tmp_path / "land" / "clickstream"
+    for k, v in {
+        "STATEKEEPER_SPECS": specs,
+        "STATEKEEPER_DATA": tmp_path / "data",
+        "STATEKEEPER_CHECKPOINT_ROOTS": tmp_path / "ckpt",
+        "STATEKEEPER_SNAPSHOT_ROOTS": tmp_path / "snaps",
+    }.items():
+        monkeypatch.setenv(k, str(v))
+    raw = yaml.safe_load((paths.project_root() / "include" / "jobs" / "sessions.yaml").read_text())
+    raw.update(
+        inputs={"clickstream": str(land)},
+        output=str(tmp_path / "out"),
+        checkpoint=str(tmp_path / "ckpt" / "sessions"),
+        shuffle_partitions=2,
+    )
+    specs.mkdir()
+    (specs / "sessions.yaml").write_text(yaml.safe_dump(raw))
+    assert raw["executor"] == "batched"
+
+    write_lines(land, "a1.json", ARRIVAL_1)
+    run_job(load_spec("sessions"), spark=spark)
+
+    # the state as the release before typed state kept it
+    monkeypatch.syspath_prepend(str(Path(__file__).parent / "jobs_v2"))
+    monkeypatch.setenv(EXTRA_MODULES_ENV, "sessions_v0")
+    code, out, err = cli("upgrade", "migrate", "sessions", "--with", "sessions_v0:to_blob")
+    assert code == 0, err
+    assert "state rewritten (2 keys, rule: --with sessions_v0:to_blob)" in out
+    monkeypatch.delenv(EXTRA_MODULES_ENV)
+
+    code, out, _ = cli("upgrade", "plan", "sessions")
+    assert code == ExitCode.UPGRADE_MIGRATE
+    assert "migrate      state.blob: 'binary' -> None" in out
+    write_lines(land, "a2.json", ARRIVAL_2)
+    with pytest.raises(UserError, match="no longer matches.*upgrade plan sessions"):
+        run_job(load_spec("sessions"), spark=spark)
+    code, out, err = cli("upgrade", "migrate", "sessions")
+    assert code == 0, err
+    assert "state rewritten (2 keys, rule: sessions's rule from 'keys int, blob binary')" in out
+    assert cli("upgrade", "plan", "sessions")[0] == 0
+
+    assert run_job(load_spec("sessions"), spark=spark).input_rows == len(ARRIVAL_2)
+
+    def sid(user, minute):
+        return session_id(
+            user, int(ts(minute).replace(tzinfo=__import__("datetime").UTC).timestamp() * 1000)
+        )
+
+    assert rows(spark, str(tmp_path / "out"), ["user_id", "session_start"]) == [
+        ("u1", sid("u1", 0), ts(0), ts(20), 3, 1, 15, ["/home"], True, True),
+        ("u1", sid("u1", 80), ts(80), ts(80), 1, 1, 1, ["/again"], False, False),
+        ("u2", sid("u2", 5), ts(5), ts(5), 1, 1, 2, ["/x"], False, False),
+    ]
