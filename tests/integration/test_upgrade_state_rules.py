@@ -4,8 +4,10 @@ is then written back in the old bucket form (``keys int, blob binary``, through
 tests/integration/jobs_v2/sessions_v0.py and ``upgrade migrate --with``), as a deployment of that
 release would have left it. With the current code, ``plan`` calls the bucket row's change
 ``migrate``, ``run`` refuses, ``upgrade migrate`` applies ``JobDef.state_rules`` (no ``--with``),
-and arrival 2 gives exactly the sessions the hand-checked test works out for the same events in
-one arrival: open sessions crossed two state formats intact."""
+the same migration accepts ``last_pages`` 10 -> 5 (``compatible``), and arrival 2 gives exactly
+the sessions the hand-checked test works out for the same events in one arrival, plus a new
+user's seven page views cut to the last five: open sessions crossed two state formats intact,
+and the new parameter holds from the migration on."""
 
 from __future__ import annotations
 
@@ -48,6 +50,8 @@ ARRIVAL_2 = [
     click("a1", "u1", 20, "purchase", None, 5),
     click("a4", "u1", 80, "page_view", "/again", 1),  # 60 min after a1: a new session
     click("z1", "u3", 200, "page_view", "/late", 1),  # moves the watermark to 190
+    # after the migration, last_pages is 5: seven page views keep their last five pages
+    *[click(f"v{i}", "u4", 100 + i, "page_view", f"/p{i}", 1) for i in range(7)],
 ]
 
 
@@ -93,12 +97,15 @@ def test_state_of_the_release_before_typed_state_is_migrated_by_the_jobs_rule(
     assert "state rewritten (2 keys, rule: --with sessions_v0:to_blob)" in out
     monkeypatch.delenv(EXTRA_MODULES_ENV)
 
-    code, out, _ = cli("upgrade", "plan", "sessions")
-    assert code == ExitCode.UPGRADE_MIGRATE
-    assert "migrate      state.blob: 'binary' -> None" in out
     write_lines(land, "a2.json", ARRIVAL_2)
     with pytest.raises(UserError, match="no longer matches.*upgrade plan sessions"):
         run_job(load_spec("sessions"), spark=spark)
+    raw["params"]["last_pages"] = 5
+    (specs / "sessions.yaml").write_text(yaml.safe_dump(raw))
+    code, out, _ = cli("upgrade", "plan", "sessions")
+    assert code == ExitCode.UPGRADE_MIGRATE
+    assert "migrate      state.blob: 'binary' -> None" in out
+    assert "compatible   params.last_pages: 10 -> 5" in out
     code, out, err = cli("upgrade", "migrate", "sessions")
     assert code == 0, err
     assert "state rewritten (2 keys, rule: sessions's rule from 'keys int, blob binary')" in out
@@ -115,4 +122,16 @@ def test_state_of_the_release_before_typed_state_is_migrated_by_the_jobs_rule(
         ("u1", sid("u1", 0), ts(0), ts(20), 3, 1, 15, ["/home"], True, True),
         ("u1", sid("u1", 80), ts(80), ts(80), 1, 1, 1, ["/again"], False, False),
         ("u2", sid("u2", 5), ts(5), ts(5), 1, 1, 2, ["/x"], False, False),
+        (
+            "u4",
+            sid("u4", 100),
+            ts(100),
+            ts(106),
+            7,
+            7,
+            7,
+            [f"/p{i}" for i in range(2, 7)],
+            False,
+            False,
+        ),
     ]
