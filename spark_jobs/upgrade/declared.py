@@ -15,14 +15,20 @@ def fingerprint(spec: Any) -> dict[str, Any]:
     return runner_fingerprint(spec)
 
 
+def state_schema(spec: Any, job: Any) -> Any:
+    """The state row ``job`` stores under ``spec``: the batched executor keeps one row per hash
+    bucket of the key (spark_jobs.jobs.keyed), its keys' states in it; else the job's own row."""
+    from spark_jobs.jobs import keyed
+
+    batched = spec.executor == "batched" and issubclass(job.params, keyed.BatchedParams)
+    return keyed.STATE_SCHEMA if batched else job.state_schema
+
+
 def read_declared(spec: Any) -> Facts:
-    from spark_jobs.jobs import definition, keyed
+    from spark_jobs.jobs import definition
 
     job = definition(spec.name)
-    # The batched executor keeps one state row per hash bucket of the key (spark_jobs.jobs.keyed),
-    # its keys' states in it
-    batched = spec.executor == "batched" and issubclass(job.params, keyed.BatchedParams)
-    state = keyed.STATE_SCHEMA if batched else job.state_schema
+    state = state_schema(spec, job)
     return Facts(
         fingerprint=fingerprint(spec),
         state_key=list(job.state_key) or None,

@@ -121,11 +121,13 @@ def _rewrite(
     from spark_jobs.checkpoints.validate import validate_checkpoint
     from spark_jobs.contract.spark_confs import STATE_STORE_PROVIDERS, spec_confs
     from spark_jobs.jobs import definition
-    from spark_jobs.upgrade import rewrite, rules
+    from spark_jobs.upgrade import declared, rewrite, rules
 
     spec: Any = target.spec
     job_def = definition(target.job)
-    if not isinstance(job_def.state_schema, str):
+    # the row as stored: a bucket of keys on the batched executor, not the job's per-key row
+    state_ddl = declared.state_schema(spec, job_def)
+    if not isinstance(state_ddl, str):
         raise UserError(
             f"upgrade migrate {target.job}: refused, nothing changed: rewriting "
             "transformWithState state (one schema per state variable) is not built yet"
@@ -139,7 +141,7 @@ def _rewrite(
     batch = int(plan["last_committed_batch"])
     spark = _session(target, spark)
     state = rewrite.stored_state(spark, live, batch)
-    rule = rules.choose(rewrite.stored_row_type(state), job_def.state_schema, job_def, with_fn)
+    rule = rules.choose(rewrite.stored_row_type(state), state_ddl, job_def, with_fn)
     work = staging.new_work(live)
     staged = work / "checkpoint"
     staging.copy_logs(live, staged)
@@ -155,7 +157,7 @@ def _rewrite(
         staged=staged,
         work=work,
         batch=batch,
-        state_ddl=job_def.state_schema,
+        state_ddl=state_ddl,
         store=spec.state_store,
         partitions=int(pinned.get("spark.sql.shuffle.partitions", spec.shuffle_partitions)),
         confs=spec_confs(spec),
