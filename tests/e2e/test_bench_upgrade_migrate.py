@@ -1,6 +1,7 @@
 """``python -m bench.upgrade_migrate`` at a tiny scale, in its own process: the rebuild holds
 every user in state, ``upgrade migrate`` (RocksDB -> HDFS-backed store) keeps every one of them
-in the batched executor's buckets, and the figures and the ratio are printed and written."""
+in the batched executor's buckets (also after the next run, which reads nothing again), and the
+figures and the ratio are printed and written."""
 
 from __future__ import annotations
 
@@ -32,7 +33,9 @@ def test_bench_upgrade_migrate_keeps_every_user(tmp_path):
     assert "ratio rebuild / migrate" in done.stdout, done.stdout
     result = json.loads((ROOT / "bench" / "results" / "upgrade_migrate-smoke.json").read_text())
     assert (result["users"], result["events"], result["events_read"]) == (300, 320, 320)
-    # every user is in state after the rebuild and still is after the migration
+    # the run after the migration reads no event again
+    assert result["events_read_after_next_run"] == 320
+    # every user is in state after the rebuild and still is after the migration and a run
     assert result["users_in_state_rebuilt"] == result["users_in_state_migrated"] == 300
     assert 0 < result["state_rows_rewritten"] <= 256  # buckets: params.buckets of sessions
     assert result["migrate"]["median_s"] > 0 and result["rebuild"]["median_s"] > 0
