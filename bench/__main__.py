@@ -20,6 +20,7 @@ HELPERS = {
     "health-api": "bench.bench_health",
     "kafka": "bench.bench_kafka",
     "completeness": "bench.completeness_delay",
+    "upgrade-migrate": "bench.upgrade_migrate",
 }
 
 FULL: dict[str, Any] = {  # int, or list[int] for key_sweep

@@ -119,6 +119,9 @@ def state_rows(checkpoint: str) -> list[dict[str, Any]]:
     from spark_jobs.state.buckets import BUCKET, bucket_key_count
 
     spark = build_session("statekeeper-inspect")
+    # The state stores report to the StateStoreCoordinator, which only exists once the session's
+    # StreamingQueryManager does: a fresh session (the CLI's) must create it first.
+    spark.streams.active  # noqa: B018
     out = []
     meta = spark.read.format("state-metadata").load(checkpoint).collect()
     for row in meta:
