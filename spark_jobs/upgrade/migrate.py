@@ -94,6 +94,7 @@ def migrate(
         if changes:
             snap = snapshots.take_snapshot(target, locked=True)
             result["snapshot"] = snap["id"]
+            result["snapshot_seconds"] = round(time.perf_counter() - started, 2)
             if any(rewritten(c) for c in changes):
                 result["rewrite"] = _rewrite(target, plan, with_fn, snap["id"], spark)
             else:
@@ -143,7 +144,9 @@ def _rewrite(
         )
     staging.clear_leftovers(live)
     batch = int(plan["last_committed_batch"])
+    started = time.perf_counter()
     spark = _session(target, spark)
+    spark_up = time.perf_counter()
     if not tws:
         state = rewrite.stored_state(spark, live, batch)
         rule = rules.choose(rewrite.stored_row_type(state), str(stored_schema), job_def, with_fn)
@@ -175,8 +178,13 @@ def _rewrite(
         keys = rewrite_tws.run(spark, rw, dict(variables), _defaults(job_def), mode(spec))
         rule_name = "variables' fields by name"
     else:
-        keys = rewrite.run(spark, rw, rule, state)
+        pinned_provider = pinned.get(staging.PROVIDER_CONF)
+        live_store = next(
+            (k for k, v in STATE_STORE_PROVIDERS.items() if v == pinned_provider), "hdfs"
+        )
+        keys = rewrite.run(spark, rw, rule, state, live_store)
         rule_name = rule.name
+    rewritten_at = time.perf_counter()
     _pause("rewritten")
     _add_columns(spark, target, plan)
     done = {"rule": rule_name, "keys": keys, "batch": batch + 1}
@@ -192,6 +200,11 @@ def _rewrite(
     with JobLock(str(staged), job=target.job, purpose="migrate"):
         staging.swap(staged, live)
     shutil.rmtree(work, ignore_errors=True)  # now the old checkpoint (the snapshot keeps it)
+    done["seconds"] = {  # where the time went, for --json
+        "spark_start": round(spark_up - started, 2),
+        "rewrite": round(rewritten_at - spark_up, 2),
+        "record_validate_swap": round(time.perf_counter() - rewritten_at, 2),
+    }
     return done
 
 

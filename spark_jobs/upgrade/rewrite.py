@@ -70,16 +70,22 @@ def stored_row_type(state: Any) -> Any:
     return value["groupState"].dataType
 
 
-def run(spark: Any, rw: Rewrite, rule: Rule, state: Any) -> int:
-    """Rewrite ``state`` (:func:`stored_state` of the live checkpoint) into ``rw.staged`` as
-    batch K+1's; the number of keys written."""
-    key_cols = [f.name for f in state.schema["key"].dataType.fields]
-    has_timeout = "timeoutTimestamp" in state.schema["value"].dataType.fieldNames()
-    seed = rw.work / "seed"
-    keys = _write_seed(spark, state, key_cols, has_timeout, rule, rw.state_ddl, seed)
-    seed_ck = rw.work / "seed_checkpoint"
-    _seed_checkpoint(spark, rw, seed, seed_ck, key_cols, has_timeout)
-    place(spark, rw, seed_ck)
+def run(spark: Any, rw: Rewrite, rule: Rule, state: Any, live_store: str) -> int:
+    """Rewrite ``state`` (:func:`stored_state` of the live checkpoint, kept in ``live_store``)
+    into ``rw.staged`` as batch K+1's; the number of keys written."""
+    if rule.kind == "same" and rw.store == live_store == "rocksdb":
+        # the rows stay as they are and Spark's rewriter reads RocksDB: straight from the live
+        # checkpoint, no seed (a watermark change)
+        keys = int(state.count())
+        place(spark, rw, rw.live, rw.batch)
+    else:
+        key_cols = [f.name for f in state.schema["key"].dataType.fields]
+        has_timeout = "timeoutTimestamp" in state.schema["value"].dataType.fieldNames()
+        seed = rw.work / "seed"
+        keys = _write_seed(spark, state, key_cols, has_timeout, rule, rw.state_ddl, seed)
+        seed_ck = rw.work / "seed_checkpoint"
+        _seed_checkpoint(spark, rw, seed, seed_ck, key_cols, has_timeout)
+        place(spark, rw, seed_ck, 0)
     check_written(stored_state(spark, rw.staged, rw.batch + 1).count(), keys)
     return keys
 
@@ -142,8 +148,10 @@ def _plain(v: Any) -> Any:
 
     if isinstance(v, dict):
         return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, np.ndarray) and v.dtype != object:
+        return v.tolist()  # numbers and booleans at C speed: a bucket holds thousands of keys
     if isinstance(v, (list, tuple, np.ndarray)):
-        return [_plain(x) for x in v]
+        return [x if isinstance(x, (str, int, float, bool)) else _plain(x) for x in v]
     if isinstance(v, np.generic):
         return v.item()
     return v
@@ -189,19 +197,20 @@ def _seed_checkpoint(
         raise UserError(f"the seed query failed: {query.exception()}")
 
 
-def place(spark: Any, rw: Rewrite, seed_ck: Path) -> None:
-    """The seed's state as the staged checkpoint's state after batch K+1 (version K+2)."""
+def place(spark: Any, rw: Rewrite, source: Path, read_batch: int) -> None:
+    """``source``'s state at ``read_batch`` (the seed's, or the live one's) as the staged
+    checkpoint's state after batch K+1 (version K+2)."""
     op = "0"
     target = rw.staged / "state" / op
     shutil.rmtree(rw.staged / "state", ignore_errors=True)
     target.mkdir(parents=True)
-    shutil.copytree(seed_ck / "state" / op / "_metadata", target / "_metadata")
-    for part in sorted((seed_ck / "state" / op).iterdir()):
+    shutil.copytree(source / "state" / op / "_metadata", target / "_metadata")
+    for part in sorted((source / "state" / op).iterdir()):
         if part.name.isdigit() and (part / "_metadata").is_dir():
             shutil.copytree(part / "_metadata", target / part.name / "_metadata")
     version = rw.batch + 2
-    if rw.store == "hdfs":
-        for part in sorted((seed_ck / "state" / op).iterdir()):
+    if rw.store == "hdfs":  # the seed's one batch: its delta file of puts is that snapshot
+        for part in sorted((source / "state" / op).iterdir()):
             if part.name.isdigit():
                 (target / part.name).mkdir(exist_ok=True)
                 shutil.copy2(part / "1.delta", target / part.name / f"{version}.snapshot")
@@ -210,11 +219,11 @@ def place(spark: Any, rw: Rewrite, seed_ck: Path) -> None:
     none = jvm.scala.Option.apply(None)
     rewriter = getattr(jvm, REWRITER)(
         spark._jsparkSession,
-        0,
+        read_batch,
         rw.batch + 1,
         rw.staged.resolve().as_uri(),
         spark._jsparkSession.sessionState().newHadoopConf(),
-        jvm.scala.Option.apply(seed_ck.resolve().as_uri()),
+        jvm.scala.Option.apply(source.resolve().as_uri()),
         none,
         none,
     )

@@ -129,7 +129,7 @@ def run(
     seed_ck = rw.work / "seed_checkpoint"
     variables = [(v, kinds[v], declared[v]) for v in kinds]
     _seed(spark, rw, initial, seed_ck, key_cols, variables, time_mode)
-    place(spark, rw, seed_ck)
+    place(spark, rw, seed_ck, 0)
     written = [
         _read(spark, replace(rw, live=rw.staged, batch=rw.batch + 1), stateVarName=v).select("key")
         for v in kinds
