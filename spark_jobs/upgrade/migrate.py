@@ -119,29 +119,14 @@ def _session(target: Target, spark: Any) -> Any:
 def _rewrite(
     target: Target, plan: dict[str, Any], with_fn: str | None, snap: str, spark: Any
 ) -> dict[str, Any]:
-    from spark_jobs.checkpoints.validate import validate_checkpoint
     from spark_jobs.contract.spark_confs import STATE_STORE_PROVIDERS, spec_confs
     from spark_jobs.jobs import definition
     from spark_jobs.upgrade import rewrite, rules
 
     spec: Any = target.spec
     job_def = definition(target.job)
-    stored_schema = job_def.stored_state_schema(spec)
-    if stored_schema is None:
-        raise UserError(
-            f"upgrade migrate {target.job}: Spark keeps this job's state; nothing to rewrite"
-        )
+    stored_schema, live = _rewritable(target, job_def, with_fn)
     tws = not isinstance(stored_schema, str)
-    if tws and with_fn:
-        raise UserError(
-            f"upgrade migrate {target.job}: --with is for applyInPandasWithState state rows; a "
-            "transformWithState variable's fields are added or removed by the built-in rule"
-        )
-    live = paths.local_path(target.checkpoint)
-    if live is None:
-        raise UserError(
-            f"upgrade migrate rewrites a local checkpoint only, not {target.checkpoint}"
-        )
     staging.clear_leftovers(live)
     batch = int(plan["last_committed_batch"])
     started = time.perf_counter()
@@ -187,25 +172,53 @@ def _rewrite(
     rewritten_at = time.perf_counter()
     _pause("rewritten")
     _add_columns(spark, target, plan)
-    done = {"rule": rule_name, "keys": keys, "batch": batch + 1}
+    done: dict[str, Any] = {"rule": rule_name, "keys": keys, "batch": batch + 1}
     _record(str(staged), target, plan["_changes"], plan, snap, done)
-    report = validate_checkpoint(str(staged))
-    if report.errors:
-        f = report.errors[0]
-        raise UserError(
-            f"upgrade migrate {target.job}: the rewritten checkpoint does not validate "
-            f"([{f.code}] {f.message}); nothing changed (left in {work})"
-        )
-    _pause("before-swap")
-    with JobLock(str(staged), job=target.job, purpose="migrate"):
-        staging.swap(staged, live)
-    shutil.rmtree(work, ignore_errors=True)  # now the old checkpoint (the snapshot keeps it)
+    _validate_and_swap(target, staged, live)
     done["seconds"] = {  # where the time went, for --json
         "spark_start": round(spark_up - started, 2),
         "rewrite": round(rewritten_at - spark_up, 2),
         "record_validate_swap": round(time.perf_counter() - rewritten_at, 2),
     }
     return done
+
+
+def _rewritable(target: Target, job_def: Any, with_fn: str | None) -> tuple[Any, Path]:
+    """The state row Spark keeps for the spec and the local checkpoint folder, or a refusal."""
+    stored_schema = job_def.stored_state_schema(target.spec)
+    if stored_schema is None:
+        raise UserError(
+            f"upgrade migrate {target.job}: Spark keeps this job's state; nothing to rewrite"
+        )
+    if not isinstance(stored_schema, str) and with_fn:
+        raise UserError(
+            f"upgrade migrate {target.job}: --with is for applyInPandasWithState state rows; a "
+            "transformWithState variable's fields are added or removed by the built-in rule"
+        )
+    live = paths.local_path(target.checkpoint)
+    if live is None:
+        raise UserError(
+            f"upgrade migrate rewrites a local checkpoint only, not {target.checkpoint}"
+        )
+    return stored_schema, live
+
+
+def _validate_and_swap(target: Target, staged: Path, live: Path) -> None:
+    """The rewritten checkpoint must validate; then it takes the live one's place atomically,
+    and the old one (left in the work folder) is deleted: the snapshot keeps it."""
+    from spark_jobs.checkpoints.validate import validate_checkpoint
+
+    report = validate_checkpoint(str(staged))
+    if report.errors:
+        f = report.errors[0]
+        raise UserError(
+            f"upgrade migrate {target.job}: the rewritten checkpoint does not validate "
+            f"([{f.code}] {f.message}); nothing changed (left in {staged.parent})"
+        )
+    _pause("before-swap")
+    with JobLock(str(staged), job=target.job, purpose="migrate"):
+        staging.swap(staged, live)
+    shutil.rmtree(staged.parent, ignore_errors=True)
 
 
 def _defaults(job_def: Any) -> dict[str, Any]:

@@ -135,3 +135,44 @@ def test_state_of_the_release_before_typed_state_is_migrated_by_the_jobs_rule(
             False,
         ),
     ]
+
+
+def test_fraud_state_of_the_release_before_typed_state_moves_forward_with_a_new_threshold(
+    spark, tmp_path, monkeypatch
+):
+    """fraud_alerts (batched): arrival 1 at threshold 5, its state written back in the old
+    bucket form; then the current code at threshold 3: one migration applies the job's rule and
+    the threshold, and arrival 2 gives the alerts test_upgrade_fraud.py works out by hand,
+    including a failure run held in state across both formats."""
+    from test_upgrade_fraud import ARRIVAL_1, ARRIVAL_2, EXPECTED, write_spec
+
+    specs = tmp_path / "specs"
+    for k, v in {
+        "STATEKEEPER_SPECS": specs,
+        "STATEKEEPER_DATA": tmp_path / "data",
+        "STATEKEEPER_CHECKPOINT_ROOTS": tmp_path / "ckpt",
+        "STATEKEEPER_SNAPSHOT_ROOTS": tmp_path / "snaps",
+    }.items():
+        monkeypatch.setenv(k, str(v))
+    land = tmp_path / "land" / "auth"
+    write_spec(specs, tmp_path, threshold=5)
+    write_lines(land, "a1.json", ARRIVAL_1)
+    run_job(load_spec("fraud_alerts"), spark=spark)
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parent / "jobs_v2"))
+    monkeypatch.setenv(EXTRA_MODULES_ENV, "fraud_alerts_v0")
+    code, out, err = cli("upgrade", "migrate", "fraud_alerts", "--with", "fraud_alerts_v0:to_blob")
+    assert code == 0, err
+    monkeypatch.delenv(EXTRA_MODULES_ENV)
+
+    write_spec(specs, tmp_path, threshold=3)
+    code, out, _ = cli("upgrade", "plan", "fraud_alerts")
+    assert code == ExitCode.UPGRADE_MIGRATE
+    assert "migrate      state.blob: 'binary' -> None" in out
+    assert "compatible   params.threshold: 5 -> 3" in out
+    code, out, err = cli("upgrade", "migrate", "fraud_alerts")
+    assert code == 0, err
+    assert "rule: fraud_alerts's rule from 'keys int, blob binary'" in out
+    write_lines(land, "a2.json", ARRIVAL_2)
+    assert run_job(load_spec("fraud_alerts"), spark=spark).input_rows == len(ARRIVAL_2)
+    assert rows(spark, str(tmp_path / "out")) == EXPECTED
