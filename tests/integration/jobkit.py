@@ -87,3 +87,31 @@ def write_hour(land: Path, part: int, bad_lines: bool = True) -> None:
     if bad_lines:
         lines += [f"not json {part}", json.dumps({"event_id": f"bad{part}", "user_id": "u"})]
     (land / f"part{part:02d}.json").write_text("\n".join(lines) + "\n")
+
+
+def upgrade_env(mp: Any, tmp: Path) -> Path:
+    """Point the commands at ``tmp`` as an upgrade test needs them: specs in ``tmp/specs`` (the
+    changed spec, as ``$STATEKEEPER_SPECS`` in staging), data, checkpoints and snapshots beside
+    them; ``mp`` is a pytest MonkeyPatch. Returns the specs folder."""
+    specs = tmp / "specs"
+    for k, v in {
+        "STATEKEEPER_SPECS": specs,
+        "STATEKEEPER_DATA": tmp / "data",
+        "STATEKEEPER_CHECKPOINT_ROOTS": tmp / "ckpt",
+        "STATEKEEPER_SNAPSHOT_ROOTS": tmp / "snaps",
+    }.items():
+        mp.setenv(k, str(v))
+    return specs
+
+
+def cli(*argv: str) -> tuple[int, str, str]:
+    """``python -m spark_jobs ARGV`` in this process: exit code, stdout, stderr."""
+    import contextlib
+    import io
+
+    from spark_jobs.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()

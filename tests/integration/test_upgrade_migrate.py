@@ -16,9 +16,7 @@ One shared run of each step (module fixture); the tests assert on its outcome.""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
 import json
 import os
 import signal
@@ -30,9 +28,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from jobkit import at, rows, ts, write_lines
+from jobkit import at, cli, rows, ts, upgrade_env, write_lines
 
-from spark_jobs.cli import main
 from spark_jobs.contract import paths
 from spark_jobs.contract.errors import ExitCode, UserError
 from spark_jobs.contract.spec import load_spec
@@ -105,13 +102,6 @@ def write_spec(specs: Path, tmp: Path, store: str, watermark: str) -> None:
     (specs / "user_counts.yaml").write_text(yaml.safe_dump(raw))
 
 
-def cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
-
-
 def hashes(folder: Path) -> dict[str, str]:
     """Every file under ``folder`` but the lock file (its holder's record), by content."""
     return {
@@ -153,13 +143,7 @@ def outcome(spark, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("upgrade_migrate")
     specs, ck, land = tmp / "specs", tmp / "ckpt" / "user_counts", tmp / "land" / "clickstream"
     mp = pytest.MonkeyPatch()
-    for k, v in {
-        "STATEKEEPER_SPECS": specs,
-        "STATEKEEPER_DATA": tmp / "data",
-        "STATEKEEPER_CHECKPOINT_ROOTS": tmp / "ckpt",
-        "STATEKEEPER_SNAPSHOT_ROOTS": tmp / "snaps",
-    }.items():
-        mp.setenv(k, str(v))
+    upgrade_env(mp, tmp)
     got: dict = {}
     try:
         # 1. v1 on RocksDB, then the HDFS-backed store and a 5-minute watermark
@@ -276,13 +260,7 @@ def test_service_health_transform_with_state_keeps_variables_and_timers(
     initialState, so s3's held log and its timer survive: the next run alerts s3 stale at 35
     (its log at 30 + 5 minutes) and ok at 40, as a job that never stopped would."""
     specs, land = tmp_path / "specs", tmp_path / "land"
-    for k, v in {
-        "STATEKEEPER_SPECS": specs,
-        "STATEKEEPER_DATA": tmp_path / "data",
-        "STATEKEEPER_CHECKPOINT_ROOTS": tmp_path / "ckpt",
-        "STATEKEEPER_SNAPSHOT_ROOTS": tmp_path / "snaps",
-    }.items():
-        monkeypatch.setenv(k, str(v))
+    upgrade_env(monkeypatch, tmp_path)
 
     def spec(watermark: str) -> None:
         raw = yaml.safe_load(

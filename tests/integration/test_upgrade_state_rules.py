@@ -11,15 +11,12 @@ and the new parameter holds from the migration on."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 from pathlib import Path
 
 import pytest
 import yaml
-from jobkit import at, rows, ts, write_lines
+from jobkit import at, cli, rows, ts, upgrade_env, write_lines
 
-from spark_jobs.cli import main
 from spark_jobs.contract import paths
 from spark_jobs.contract.errors import ExitCode, UserError
 from spark_jobs.contract.spec import load_spec
@@ -55,26 +52,13 @@ ARRIVAL_2 = [
 ]
 
 
-def cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
-
-
 def test_state_of_the_release_before_typed_state_is_migrated_by_the_jobs_rule(
     spark, tmp_path, monkeypatch
 ):
     from spark_jobs.state.sessions import session_id
 
     specs, land = tmp_path / "specs", tmp_path / "land" / "clickstream"
-    for k, v in {
-        "STATEKEEPER_SPECS": specs,
-        "STATEKEEPER_DATA": tmp_path / "data",
-        "STATEKEEPER_CHECKPOINT_ROOTS": tmp_path / "ckpt",
-        "STATEKEEPER_SNAPSHOT_ROOTS": tmp_path / "snaps",
-    }.items():
-        monkeypatch.setenv(k, str(v))
+    upgrade_env(monkeypatch, tmp_path)
     raw = yaml.safe_load((paths.project_root() / "include" / "jobs" / "sessions.yaml").read_text())
     raw.update(
         inputs={"clickstream": str(land)},
@@ -147,13 +131,7 @@ def test_fraud_state_of_the_release_before_typed_state_moves_forward_with_a_new_
     from test_upgrade_fraud import ARRIVAL_1, ARRIVAL_2, EXPECTED, write_spec
 
     specs = tmp_path / "specs"
-    for k, v in {
-        "STATEKEEPER_SPECS": specs,
-        "STATEKEEPER_DATA": tmp_path / "data",
-        "STATEKEEPER_CHECKPOINT_ROOTS": tmp_path / "ckpt",
-        "STATEKEEPER_SNAPSHOT_ROOTS": tmp_path / "snaps",
-    }.items():
-        monkeypatch.setenv(k, str(v))
+    upgrade_env(monkeypatch, tmp_path)
     land = tmp_path / "land" / "auth"
     write_spec(specs, tmp_path, threshold=5)
     write_lines(land, "a1.json", ARRIVAL_1)
