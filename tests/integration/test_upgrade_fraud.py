@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from jobkit import at, rows, ts, write_lines
+from jobkit import at, cli, rows, ts, upgrade_env, write_lines
 
 from spark_jobs.checkpoints.manifests import list_snapshots
-from spark_jobs.cli import main
 from spark_jobs.contract import paths
 from spark_jobs.contract.errors import ExitCode, UserError
 from spark_jobs.contract.spec import load_spec
@@ -87,13 +86,8 @@ def write_spec(specs: Path, tmp: Path, threshold: int) -> None:
 @pytest.fixture(scope="module")
 def outcome(spark, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("upgrade_fraud")
-    specs = tmp / "specs"
     mp = pytest.MonkeyPatch()
-    mp.setenv("STATEKEEPER_SPECS", str(specs))
-    mp.setenv("STATEKEEPER_DATA", str(tmp / "data"))
-    mp.setenv("STATEKEEPER_CHECKPOINT_ROOTS", str(tmp / "ckpt"))
-    mp.setenv("STATEKEEPER_SNAPSHOT_ROOTS", str(tmp / "snaps"))
-    capsys = _Capture()
+    specs = upgrade_env(mp, tmp)
     got: dict = {"tmp": tmp}
     try:
         land = tmp / "land" / "auth"
@@ -103,8 +97,8 @@ def outcome(spark, tmp_path_factory):
         got["v1_rows"] = rows(spark, str(tmp / "out"))
 
         write_spec(specs, tmp, threshold=3)
-        got["plan"] = capsys.run("upgrade", "plan", "fraud_alerts")
-        got["plan_json"] = capsys.run("upgrade", "plan", "fraud_alerts", "--json")
+        got["plan"] = cli("upgrade", "plan", "fraud_alerts")
+        got["plan_json"] = cli("upgrade", "plan", "fraud_alerts", "--json")
         write_lines(land, "a2.json", ARRIVAL_2)
         try:
             run_job(load_spec("fraud_alerts"), spark=spark)
@@ -114,10 +108,10 @@ def outcome(spark, tmp_path_factory):
         got["batches_before"] = sorted(
             int(p.name) for p in (ck / "commits").iterdir() if p.name.isdigit()
         )
-        got["migrate"] = capsys.run("upgrade", "migrate", "fraud_alerts")
+        got["migrate"] = cli("upgrade", "migrate", "fraud_alerts")
         got["snapshots"] = list_snapshots(str(tmp / "data" / "snapshots" / "fraud_alerts"))
         got["binding"] = json.loads((ck / "_statekeeper" / "job.json").read_text())
-        got["plan_after"] = capsys.run("upgrade", "plan", "fraud_alerts")
+        got["plan_after"] = cli("upgrade", "plan", "fraud_alerts")
         got["run2"] = run_job(load_spec("fraud_alerts"), spark=spark)
         got["rows"] = rows(spark, str(tmp / "out"))
         got["progress"] = [
@@ -132,19 +126,6 @@ def outcome(spark, tmp_path_factory):
         yield got
     finally:
         mp.undo()
-
-
-class _Capture:
-    """The CLI in this process: exit code, stdout and stderr of one command."""
-
-    def run(self, *argv: str) -> tuple[int, str, str]:
-        import contextlib
-        import io
-
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(list(argv))
-        return code, out.getvalue(), err.getvalue()
 
 
 def test_v1_alerts_at_five(outcome):

@@ -9,19 +9,16 @@ One Spark-heavy preview (module fixture); the refusals around it need no Spark."
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
 import json
 from pathlib import Path
 
 import pytest
-from jobkit import write_lines
+from jobkit import cli, upgrade_env, write_lines
 from test_upgrade_fraud import auth, failures, write_spec
 
 from spark_jobs.checkpoints import roots
 from spark_jobs.checkpoints.snapshots import take_snapshot
-from spark_jobs.cli import main
 from spark_jobs.contract import events
 from spark_jobs.contract.errors import ExitCode
 from spark_jobs.contract.lock import JobLock
@@ -62,22 +59,11 @@ def digest(*folders: Path) -> dict[str, str]:
     }
 
 
-def cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
-
-
 @pytest.fixture(scope="module")
 def outcome(spark, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("upgrade_preview")
-    specs = tmp / "specs"
     mp = pytest.MonkeyPatch()
-    mp.setenv("STATEKEEPER_SPECS", str(specs))
-    mp.setenv("STATEKEEPER_DATA", str(tmp / "data"))
-    mp.setenv("STATEKEEPER_CHECKPOINT_ROOTS", str(tmp / "ckpt"))
-    mp.setenv("STATEKEEPER_SNAPSHOT_ROOTS", str(tmp / "snaps"))
+    specs = upgrade_env(mp, tmp)
     got: dict = {"tmp": tmp, "ck": tmp / "ckpt" / "fraud_alerts"}
     try:
         land = tmp / "land" / "auth"
