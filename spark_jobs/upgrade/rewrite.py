@@ -49,14 +49,13 @@ class Rewrite:
     confs: dict[str, str]  # the spec's session confs (changelog checkpointing, retention)
 
 
-def stored_state(spark: Any, checkpoint: Path, batch: int) -> Any:
-    """Every key's state at ``batch``: Spark's state reader, as ``key``, ``value``."""
-    return (
-        spark.read.format("statestore")
-        .option("path", str(checkpoint))
-        .option("batchId", batch)
-        .load()
-    )
+def stored_state(spark: Any, checkpoint: Path, batch: int, **options: str) -> Any:
+    """Every key's state at ``batch``: Spark's state reader, as ``key``, ``value``; ``options``
+    are the reader's own (a transformWithState variable: ``stateVarName``)."""
+    reader = spark.read.format("statestore").option("path", str(checkpoint))
+    for k, v in {"batchId": str(batch), **options}.items():
+        reader = reader.option(k, v)
+    return reader.load()
 
 
 def stored_row_type(state: Any) -> Any:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from spark_jobs.contract.errors import UserError
 from spark_jobs.io.tables import column_names
-from spark_jobs.upgrade.rewrite import Rewrite, _plain, check_written, place
+from spark_jobs.upgrade.rewrite import Rewrite, _plain, check_written, place, stored_state
 from spark_jobs.upgrade.rules import struct_type
 
 VAR, VALUE = "_var", "_value"
@@ -102,7 +101,7 @@ def run(
         )
     parts, key_cols = [], []
     for var, kind in kinds.items():
-        df = _read(spark, rw, stateVarName=var)
+        df = stored_state(spark, rw.live, rw.batch, stateVarName=var)
         key_cols = [f.name for f in df.schema["key"].dataType.fields]
         column = "value" if kind == "ValueState" else "list_element"
         new = _convert(
@@ -111,7 +110,7 @@ def run(
         parts.append(
             df.select(*_keys(key_cols), F.lit(var).alias(VAR), F.to_json(new).alias(VALUE))
         )
-    timers = _read(spark, rw, readRegisteredTimers="true")
+    timers = stored_state(spark, rw.live, rw.batch, readRegisteredTimers="true")
     parts.append(
         timers.select(
             *_keys(key_cols),
@@ -131,8 +130,7 @@ def run(
     _seed(spark, rw, initial, seed_ck, key_cols, variables, time_mode)
     place(spark, rw, seed_ck, 0)
     written = [
-        _read(spark, replace(rw, live=rw.staged, batch=rw.batch + 1), stateVarName=v).select("key")
-        for v in kinds
+        stored_state(spark, rw.staged, rw.batch + 1, stateVarName=v).select("key") for v in kinds
     ]
     found = written[0]
     for w in written[1:]:
@@ -148,13 +146,6 @@ def _timer_only(initial: Any, key_cols: list[str]) -> int:
 
     per_key = initial.groupBy(*key_cols).agg(F.max((F.col(VAR) != TIMER).cast("int")).alias("v"))
     return int(per_key.where(F.col("v") == 0).count())
-
-
-def _read(spark: Any, rw: Rewrite, **options: str) -> Any:
-    reader = spark.read.format("statestore").option("path", str(rw.live))
-    for k, v in {"batchId": str(rw.batch), **options}.items():
-        reader = reader.option(k, v)
-    return reader.load()
 
 
 def _keys(key_cols: list[str]) -> list[Any]:
