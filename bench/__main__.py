@@ -21,6 +21,7 @@ HELPERS = {
     "kafka": "bench.bench_kafka",
     "completeness": "bench.completeness_delay",
     "upgrade-migrate": "bench.upgrade_migrate",
+    "freshness": "bench.freshness",
 }
 
 FULL: dict[str, Any] = {  # int, or list[int] for key_sweep
@@ -115,6 +116,10 @@ def table(results: dict[str, Any]) -> str:
             f"{r['no_archive_seconds']} s: {r['ratio_no_archive_vs_archive']:.2f}x faster with it"
             + ("" if r["archive_used"] else " (NO ARCHIVE: run `make setup`)")
         )
+    if "rows" in results.get("freshness", {}):
+        from bench import freshness
+
+        lines += freshness.table(results["freshness"]["rows"]).splitlines()[1:]
     for s in results.get("stores", []):
         lines.append(
             f"store {s['store']:<18} batch {s['batch_ms_median']} ms, commit {s['commit_ms_median']} ms, checkpoint {s['checkpoint_bytes_per_batch']:,} B/batch"

@@ -1,0 +1,352 @@
+"""Continuous freshness (issue 30): how long after a file lands (or an event is produced) is its
+row in Delta, for ``run user_counts --trigger processing-time:1s`` against the pipeline a user
+would write with Spark's built-ins, side by side in one run.
+
+``python -m bench.freshness`` (or ``python -m bench --only freshness``) starts, per input, both
+as whole processes as a user starts them, at once, on the same input:
+
+- ours: ``python -m spark_jobs run user_counts --trigger processing-time:1s`` (the landing folder
+  as ``--input``; for Kafka a spec naming the topic, ``STATEKEEPER_SPECS``);
+- built-in: ``python -m bench.freshness_builtin ...``: Spark's JSON reader with the kind's schema
+  (or the Kafka source + ``from_json``), per-user counts (streaming aggregation, update mode,
+  RocksDB, the spec's shuffle partitions), ``foreachBatch`` MERGE into a Delta table with the
+  same columns, 1 s trigger.
+
+Then every ``--every`` seconds it lands a file (written beside the folder, moved in whole), or
+produces the same lines to a local broker's topic, holding a marker: a user id no other line has.
+A marker's row is visible when the commit that added a data file holding it is in the table's
+``_delta_log``; its time is that commit file's modification time (the poll only finds it). Per
+marker: visible - landed; p50/p95/max after ``--warm-up`` markers. The progress records say
+where a data batch's time went (medians of ``durationMs``) and how long a batch that read
+nothing took (the nothing-due batch; "-" when the run logged none: Spark 4 runs no batch for
+an idle trigger unless a stateful operator needs one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+from bench.freshness_builtin import BUILTIN_PROGRESS, JOB
+from spark_jobs.contract import paths
+
+BACKGROUND_USERS = 30
+EVENT_TYPES = ("page_view", "checkout", "purchase")
+PARTS = ("latestOffset", "getBatch", "queryPlanning", "addBatch", "walCommit", "commitOffsets")
+
+
+def lines_for(n: int, events: int) -> list[str]:
+    """File ``n``'s lines: ``events`` clicks of the background users and one of marker ``m<n>``,
+    all timed now (so the job's watermark and future-time checks admit them)."""
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    users = [f"u{(n * events + i) % BACKGROUND_USERS}" for i in range(events)] + [marker(n)]
+    return [
+        json.dumps(
+            {
+                "event_id": f"f{n}-{i}",
+                "user_id": u,
+                "event_type": EVENT_TYPES[i % 3],
+                "page": "/p",
+                "duration_sec": 1,
+                "event_time": now,
+            }
+        )
+        for i, u in enumerate(users)
+    ]
+
+
+def marker(n: int) -> str:
+    return f"m{n:05d}"
+
+
+class Visible:
+    """When each marker's row became readable in a Delta table: its ``_delta_log`` commits are
+    read as they appear, and the data files each adds are searched for markers."""
+
+    def __init__(self, table: Path) -> None:
+        self.table = table
+        self.next_version = 0
+        self.seen: dict[str, float] = {}
+
+    def poll(self) -> None:
+        import pyarrow.parquet as pq
+
+        while True:
+            commit = self.table / "_delta_log" / f"{self.next_version:020d}.json"
+            try:
+                text = commit.read_text()
+                at = commit.stat().st_mtime
+            except FileNotFoundError:
+                return
+            if not text.endswith("\n") and not text.rstrip().endswith("}"):
+                return  # not whole yet
+            for line in text.splitlines():
+                add = json.loads(line).get("add") if line.strip() else None
+                if not add:
+                    continue
+                users = pq.read_table(self.table / unquote(add["path"]), columns=["user_id"])
+                for u in users.column("user_id").to_pylist():
+                    if u and u.startswith("m"):
+                        self.seen.setdefault(u, at)
+            self.next_version += 1
+
+
+def _env(run: Path, specs: Path | None) -> dict[str, str]:
+    root = paths.project_root()
+    env = {
+        **os.environ,
+        "STATEKEEPER_CHECKPOINT_ROOTS": str(run.parent),
+        "PYTHONPATH": f"{root}:{root / 'plugins'}",
+        "STATEKEEPER_HOME": str(root),
+        "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON") or sys.executable,
+    }
+    if specs is not None:
+        env["STATEKEEPER_SPECS"] = str(specs)
+    return env
+
+
+def _start(args: list[str], log: Path, specs: Path | None = None) -> subprocess.Popen:
+    fh = open(log, "w")  # noqa: SIM115 (the process holds it until it ends)
+    return subprocess.Popen(
+        [sys.executable, *args],
+        cwd=paths.project_root(),
+        env=_env(log.parent, specs),
+        stdout=fh,
+        stderr=subprocess.STDOUT,
+    )
+
+
+def start_ours(run: Path, inp: str | None, trigger: str, specs: Path | None) -> subprocess.Popen:
+    """``run user_counts`` as a user starts it; ``inp`` None: the spec's input (Kafka)."""
+    args = ["-m", "spark_jobs", "run", JOB, "--output", str(run / "out")]
+    args += ["--checkpoint", str(run / "ckpt"), "--trigger", f"processing-time:{trigger}"]
+    args += ["--run-for", "2 hours"] + (["--input", inp] if inp else [])
+    return _start(args, run.with_suffix(".log"), specs)
+
+
+def start_builtin(run: Path, inp: str, trigger: str) -> subprocess.Popen:
+    args = ["-m", "bench.freshness_builtin", inp, str(run / "out"), str(run / "ckpt"), trigger]
+    return _start(args, run.with_suffix(".log"))
+
+
+def progress_records(run: Path, ours: bool) -> list[dict[str, Any]]:
+    if ours:
+        from spark_jobs.runtime import progress
+
+        return progress.read_progress(str(run / "ckpt"))
+    log = run / BUILTIN_PROGRESS
+    if not log.exists():
+        return []
+    return [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
+
+
+def _pct(xs: list[float], q: float) -> float:
+    if not xs:
+        return float("nan")
+    s = sorted(xs)
+    return round(s[min(len(s) - 1, int(round(q * (len(s) - 1))))], 2)
+
+
+def summarise(
+    name: str, run: Path, ours: bool, landed: dict[str, float], warm_up: int
+) -> dict[str, Any]:
+    seen = Visible(run / "out")
+    seen.poll()
+    measured = sorted(landed)[warm_up:]
+    delays = [seen.seen[m] - landed[m] for m in measured if m in seen.seen]
+    recs = progress_records(run, ours)
+    data = [r for r in recs if int(r.get("numInputRows") or 0) > 0][1:]  # not the first batch
+    idle = [r for r in recs if int(r.get("numInputRows") or 0) == 0 and r.get("batchId", 0) > 0]
+
+    def med(rs: list[dict[str, Any]], part: str) -> float:
+        vals = [float((r.get("durationMs") or {}).get(part, 0)) / 1000 for r in rs]
+        return round(statistics.median(vals), 2) if vals else float("nan")
+
+    return {
+        "name": name,
+        "markers": len(delays),
+        "of": len(measured),
+        "p50": _pct(delays, 0.5),
+        "p95": _pct(delays, 0.95),
+        "max": round(max(delays), 2) if delays else float("nan"),
+        "batch_p50": med(data, "triggerExecution"),
+        "parts_p50": {p: med(data, p) for p in PARTS},
+        "nothing_due_p50": med(idle, "triggerExecution") if idle else None,
+        "nothing_due_batches": len(idle),
+        "batches": len(recs),
+    }
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    for p in procs:
+        try:
+            p.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def one_input(kind: str, work: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Both contenders on one input (``files`` or ``kafka``), at once, then their figures."""
+    total = args.warm_up + args.files
+    runs = {"ours": work / kind / "ours", "built-in": work / kind / "builtin"}
+    for r in runs.values():
+        r.mkdir(parents=True)
+    home = work / kind / "broker"
+    send, procs = None, []
+    try:
+        if kind == "kafka":
+            send, inp, specs = _kafka(home, work / kind)
+            procs.append(start_ours(runs["ours"], None, args.trigger, specs))
+        else:
+            land, staging = work / kind / "land", work / kind / "staging"
+            land.mkdir()
+            staging.mkdir()
+            send, inp = _files(land, staging), str(land)
+            procs.append(start_ours(runs["ours"], inp, args.trigger, None))
+        procs.append(start_builtin(runs["built-in"], inp, args.trigger))
+        landed = _feed(send, runs, procs, total, args)
+    finally:
+        _stop(procs)
+        if kind == "kafka":
+            from spark_jobs.kafka import broker
+
+            broker.down(home)
+    return [
+        {"input": kind, **summarise(n, r, n == "ours", landed, args.warm_up)}
+        for n, r in runs.items()
+    ]
+
+
+def _files(land: Path, staging: Path) -> Any:
+    def send(n: int, events: int) -> None:
+        tmp = staging / f"part{n:05d}.json"
+        tmp.write_text("\n".join(lines_for(n, events)) + "\n")
+        os.replace(tmp, land / tmp.name)
+
+    return send
+
+
+def _kafka(home: Path, where: Path) -> tuple[Any, str, Path]:
+    """A local broker, a topic, a spec naming it, and a sender producing a marker's lines."""
+    from spark_jobs.contract.kafka import parse
+    from spark_jobs.kafka import broker
+    from spark_jobs.kafka.produce import ensure_topic, produce
+
+    status = broker.up(port=broker.free_port(), home=home, timeout=180)
+    uri = f"kafka://{status.bootstrap}/clickstream"
+    target = parse(uri)
+    ensure_topic(target)
+    specs = where / "specs"
+    specs.mkdir()
+    text = (paths.project_root() / "include" / "jobs" / f"{JOB}.yaml").read_text()
+    text = text.replace(".data/landing/clickstream", uri)
+    (specs / f"{JOB}.yaml").write_text(text)
+    return (lambda n, events: produce(target, lines_for(n, events))), uri, specs
+
+
+def _feed(
+    send: Any,
+    runs: dict[str, Path],
+    procs: list[subprocess.Popen],
+    total: int,
+    args: argparse.Namespace,
+) -> dict[str, float]:
+    """Marker 0, until both tables show it (start-up), then one marker every ``--every`` s;
+    the landed (or acknowledged) wall time of each."""
+    tables = [Visible(r / "out") for r in runs.values()]
+    landed: dict[str, float] = {}
+
+    def until(m: str, timeout: float) -> None:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if any(p.poll() is not None for p in procs):
+                raise RuntimeError(f"a run ended early: see the logs under {runs['ours'].parent}")
+            for t in tables:
+                t.poll()
+            if all(m in t.seen for t in tables):
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"marker {m} not in both tables within {timeout:g} s")
+
+    send(0, args.events)
+    landed[marker(0)] = time.time()
+    until(marker(0), 600)
+    t0 = time.time()
+    for n in range(1, total):
+        while time.time() < t0 + n * args.every:
+            for t in tables:
+                t.poll()
+            time.sleep(0.1)
+        send(n, args.events)
+        landed[marker(n)] = time.time()
+    try:  # the last marker: a slow machine gets a summary of what arrived, not an error
+        until(marker(total - 1), 600)
+    except RuntimeError as exc:
+        print(f"freshness: {exc}; summarising the markers that arrived", flush=True)
+    return landed
+
+
+def table(rows: list[dict[str, Any]], args: argparse.Namespace | None = None) -> str:
+    head = f"== freshness: landing (or produce) -> row in Delta, {JOB}"
+    if args is not None:
+        head += f", trigger {args.trigger}, a marker every {args.every:g} s"
+    lines = [
+        "",
+        head + " (target p50 <= 1.5 s, p95 <= 3 s) ==",
+        f"{'input':<7}{'run':<10}{'markers':>9}{'p50 s':>7}{'p95 s':>7}{'max s':>7}"
+        f"{'batch s':>9}{'nothing-due s':>15}   data batch parts p50 s",
+    ]
+    for r in rows:
+        nd = r["nothing_due_p50"]
+        parts = " ".join(f"{k}={v}" for k, v in r["parts_p50"].items())
+        lines.append(
+            f"{r['input']:<7}{r['name']:<10}{r['markers']:>5}/{r['of']:<3}{r['p50']:>7}"
+            f"{r['p95']:>7}{r['max']:>7}{r['batch_p50']:>9}"
+            f"{('-' if nd is None else nd):>15}   {parts}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(prog="python -m bench.freshness", description=__doc__)
+    parser.add_argument("--smoke", action="store_true", help="files only, 6 markers")
+    parser.add_argument("--inputs", default="files,kafka", help="files, kafka or both")
+    parser.add_argument("--files", type=int, default=30, help="markers measured")
+    parser.add_argument("--warm-up", type=int, default=5, help="markers not counted")
+    parser.add_argument("--every", type=float, default=2.0, help="wall s between markers")
+    parser.add_argument("--events", type=int, default=20, help="background lines per marker")
+    parser.add_argument("--trigger", default="1s")
+    parser.add_argument("--work", default=None, help="default .data/bench/freshness")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.inputs, args.files, args.warm_up = "files", 6, 2
+    root = Path(os.environ.get("STATEKEEPER_HOME") or paths.project_root())
+    work = Path(args.work) if args.work else root / ".data" / "bench" / "freshness"
+    shutil.rmtree(work, ignore_errors=True)
+    rows: list[dict[str, Any]] = []
+    for kind in args.inputs.split(","):
+        print(f"freshness: {kind}, ours and built-in side by side; work in {work}", flush=True)
+        rows += one_input(kind, work, args)
+    print(table(rows, args), flush=True)
+    out = {"params": vars(args), "rows": rows}
+    (work / "results.json").write_text(json.dumps(out, indent=2))
+    return out
+
+
+if __name__ == "__main__":
+    main()

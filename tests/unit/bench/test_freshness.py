@@ -1,0 +1,69 @@
+"""The freshness bench's clock: a marker is visible at the modification time of the Delta commit
+that added a data file holding it, and only whole commits are read."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from bench import freshness
+
+pytestmark = pytest.mark.unit
+
+
+def _commit(table: Path, version: int, files: dict[str, list[str]], at: float) -> None:
+    log = table / "_delta_log"
+    log.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps({"commitInfo": {"operation": "MERGE"}})]
+    for name, users in files.items():
+        pq.write_table(pa.table({"user_id": users}), table / name)
+        lines.append(json.dumps({"add": {"path": name.replace(" ", "%20"), "dataChange": True}}))
+    commit = log / f"{version:020d}.json"
+    commit.write_text("\n".join(lines) + "\n")
+    os.utime(commit, (at, at))
+
+
+def test_markers_take_the_time_of_the_first_commit_holding_them(tmp_path: Path) -> None:
+    table = tmp_path / "out"
+    _commit(table, 0, {"a.parquet": ["u1", "m00000"]}, 100.0)
+    seen = freshness.Visible(table)
+    seen.poll()
+    assert seen.seen == {"m00000": 100.0}
+    # a later commit rewriting the same row (MERGE) does not move its first visible time
+    _commit(table, 1, {"b b.parquet": ["m00000", "m00001"], "c.parquet": ["u2"]}, 105.0)
+    _commit(table, 2, {"d.parquet": ["m00002"]}, 107.5)
+    seen.poll()
+    assert seen.seen == {"m00000": 100.0, "m00001": 105.0, "m00002": 107.5}
+    assert seen.next_version == 3
+
+
+def test_lines_carry_one_fresh_marker_each() -> None:
+    users = [json.loads(x)["user_id"] for x in freshness.lines_for(7, 20)]
+    assert len(users) == 21
+    assert [u for u in users if u.startswith("m")] == [freshness.marker(7)]
+
+
+def test_summary_row_names_both_targets() -> None:
+    row = {
+        "input": "files",
+        "name": "ours",
+        "markers": 30,
+        "of": 30,
+        "p50": 1.2,
+        "p95": 2.5,
+        "max": 2.9,
+        "batch_p50": 0.8,
+        "parts_p50": {"addBatch": 0.5},
+        "nothing_due_p50": None,
+        "nothing_due_batches": 0,
+        "batches": 40,
+    }
+    text = freshness.table([row])
+    assert "p50 <= 1.5 s" in text
+    assert "files  ours" in text
+    assert "addBatch=0.5" in text
