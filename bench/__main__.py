@@ -106,6 +106,11 @@ def table(results: dict[str, Any]) -> str:
             f"process {r['job']:<13}{r['events']:>10,} events {r['keys']:>8,} users: run {r['run_seconds']} s "
             f"({r['run_events_per_s']:,} ev/s), built-in {r['builtin_seconds']} s ({r['builtin_events_per_s']:,} ev/s), "
             f"vs built-in {r['ratio_vs_builtin']:.2f}x"
+            + (  # fraud_alerts: the sliding-window built-in, same rounds
+                f"; sliding windows {r['sliding_seconds']} s, vs sliding {r['ratio_vs_sliding']:.2f}x"
+                if "sliding_seconds" in r
+                else ""
+            )
         )
     if "batches" in results:
         lines += batch_costs.table(results["batches"])

@@ -1,8 +1,10 @@
-"""``python -m bench.builtin_pipeline JOB INPUT OUTPUT CHECKPOINT``: the pipeline a user would
-hand-write with Spark's built-ins for ``sessions`` or ``fraud_alerts``, as a whole process, to
-time against ``python -m spark_jobs run JOB``: Spark's JSON reader with the kind's schema and a
-corrupt-record column, the built-in operator (session_window, or windowed failure counts), a
-Delta sink, RocksDB, the job spec's shuffle partitions, availableNow. Prints one JSON line."""
+"""``python -m bench.builtin_pipeline JOB INPUT OUTPUT CHECKPOINT [VARIANT]``: the pipeline a
+user would hand-write with Spark's built-ins for ``sessions`` or ``fraud_alerts``, as a whole
+process, to time against ``python -m spark_jobs run JOB``: Spark's JSON reader with the kind's
+schema and a corrupt-record column, the built-in operator (session_window, or windowed failure
+counts; VARIANT names another of :data:`bench.builtins.PIPELINES`, e.g.
+``fraud_alerts_sliding``), a Delta sink, RocksDB, the job spec's shuffle partitions,
+availableNow. Prints one JSON line."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import time
 
 
 def main(argv: list[str]) -> int:
-    job, inp, out, ckpt = argv
+    job, inp, out, ckpt, *variant = argv
     started = time.time()
     from pyspark.sql import functions as F
 
@@ -32,11 +34,7 @@ def main(argv: list[str]) -> int:
         .json(inp)
     )
     good = lines.where(F.col("_corrupt").isNull()).drop("_corrupt")
-    df = (
-        builtins.sessions_builtin(good, spec)
-        if job == "sessions"
-        else builtins.fraud_builtin(good, spec)
-    )
+    df = builtins.PIPELINES[variant[0] if variant else job](good, spec)
     q = (
         df.writeStream.format("delta")
         .outputMode("append")

@@ -113,28 +113,139 @@ def update_bucket(
     return alerts, new, new.timeout()
 
 
+def _counts(
+    fi: np.ndarray,
+    fu: np.ndarray,
+    ft: np.ndarray,
+    ok_before: np.ndarray,
+    p_count: np.ndarray,
+    p_last: np.ndarray,
+    gap_ms: int,
+    threshold: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per failure (event index ``fi``, user ``fu``, time ``ft``, the latest success of its
+    user before it ``ok_before``, its user's stored count and last failure): (its count, its
+    place in its segment, the stored count its segment carries on)."""
+    first_of_user = np.ones(len(fi), dtype=bool)
+    first_of_user[1:] = fu[1:] != fu[:-1]
+    # a failure opens a segment after a success since the previous failure, or a gap over
+    prior_ok = ok_before >= 0
+    prior_ok[1:] &= (ok_before[1:] > fi[:-1]) | first_of_user[1:]
+    gap_before = np.zeros(len(fi), dtype=bool)
+    gap_before[1:] = (ft[1:] - ft[:-1]) > gap_ms
+    carried = first_of_user & ~prior_ok & (p_count > 0) & (ft - p_last <= gap_ms)
+    seg_start = first_of_user | prior_ok | gap_before
+    seg_id = np.cumsum(seg_start) - 1
+    seg_first = np.flatnonzero(seg_start)
+    pos = np.arange(len(fi)) - seg_first[seg_id]  # place in the segment
+    k = np.where(carried[seg_first], p_count[seg_first], 0)[seg_id]  # stored count carried
+    # an earlier release may have stored a count at or over a lowered threshold: its next
+    # failure alerts at once and the count starts again from the one after
+    over = k >= threshold
+    count = np.where(
+        over, np.where(pos == 0, k + 1, (pos - 1) % threshold + 1), (pos + k) % threshold + 1
+    )
+    return count, pos, k
+
+
+def _runs(
+    c: Mapping[str, np.ndarray], bucket: Bucket, watermark_ms: int, gap_ms: int, threshold: int
+) -> tuple[list[dict], dict[str, tuple[logic.Failures | None, int]]]:
+    """:func:`spark_jobs.state.fraud.update` for every user of ``c`` (released events sorted by
+    user, time, event_id) at once, in numpy: returns (alert rows, user -> (run or None,
+    deadline)) for exactly the users with released events.
+
+    The count of a failure follows from where it stands: failures with no success between them
+    and no gap over ``gap_ms`` form a segment (the first one of a user continues the stored run
+    unless a success or the gap comes first), and the ``threshold``-th of a segment alerts and
+    starts the count again, so a failure's count is its place in the segment modulo the
+    threshold. Python runs once per alert and per user, not once per event."""
+    key, t, etype, ip = c["key"], c["t"], c["etype"], c["ip"]
+    n = len(key)
+    new_user = np.ones(n, dtype=bool)
+    new_user[1:] = key[1:] != key[:-1]
+    starts = np.flatnonzero(new_user)
+    users = key[starts].tolist()
+    user_of = np.cumsum(new_user) - 1  # each event's user, as an index into ``users``
+    prev = [bucket.users.get(u) for u in users]
+    p_count = np.array([r[0].count if r else 0 for r in prev], dtype=_I64)
+    p_last = np.array([r[0].last if r else 0 for r in prev], dtype=_I64)
+    failed, success = etype == logic.FAILED, etype == logic.SUCCESS
+    # the latest success up to each event of its user (-1: none yet), then only the failures
+    last_ok = np.maximum.accumulate(np.where(success, np.arange(n), -1))
+    last_ok = np.where(last_ok >= starts[user_of], last_ok, -1)
+    fi = np.flatnonzero(failed)
+    fu, ft = user_of[fi], t[fi]
+    count, pos, k = _counts(fi, fu, ft, last_ok[fi], p_count[fu], p_last[fu], gap_ms, threshold)
+    cycle_start = (count == 1) | (pos == 0)
+    cyc_id = np.cumsum(cycle_start) - 1
+    cyc_first = np.flatnonzero(cycle_start)
+    cyc_carried = (pos == 0) & (k > 0)  # at a cycle's first failure: it continues a stored run
+    ip_list = ip[fi].tolist()
+
+    def run_of(last_i: int) -> logic.Failures:
+        """The run of the cycle ending at failure ``last_i`` (stored run's first and ips when
+        the cycle continues it)."""
+        a = int(cyc_first[cyc_id[last_i]])
+        ips = set(ip_list[a : last_i + 1])
+        first = int(ft[a])
+        if cyc_carried[a]:
+            stored = prev[int(fu[a])][0]  # type: ignore[index]
+            ips |= stored.ips
+            first = stored.first
+        return logic.Failures(int(count[last_i]), first, int(ft[last_i]), ips)
+
+    rows = []
+    for i in np.flatnonzero(count >= threshold).tolist():
+        run = run_of(i)
+        ips = sorted(run.ips)
+        rows.append(
+            {
+                "user_id": users[int(fu[i])],
+                "alert_time": run.last,
+                "first_failure_time": run.first,
+                "failed_attempts": run.count,
+                "distinct_ips": len(ips),
+                "ips": ips,
+            }
+        )
+    # each user's run after its events: its last failure's cycle, unless that failure alerted
+    # or a success came after it; no failure released: the stored run, unless a success came
+    last_f = np.full(len(users), -1, dtype=_I64)
+    last_f[fu] = np.arange(len(fi))  # later failures overwrite: the last one stays
+    ends = np.append(starts[1:], n) - 1
+    any_ok = last_ok[ends]
+    out: dict[str, tuple[logic.Failures | None, int]] = {}
+    for u, user in enumerate(users):
+        j = int(last_f[u])
+        if j >= 0:
+            kept = None if count[j] >= threshold or any_ok[u] > fi[j] else run_of(j)
+        else:
+            kept = None if any_ok[u] >= 0 or prev[u] is None else prev[u][0]  # type: ignore[index]
+        if kept is None or not kept.count:
+            out[user] = (None, 0)
+        else:
+            out[user] = (kept, max(kept.last + gap_ms, watermark_ms + 1))
+    return rows, out
+
+
 def ordered_step(gap_ms: int, threshold: int) -> ordered.Step:
     """fraud_alerts for the ordered bucket executor: released events, in event-time order, go
-    through :func:`update_bucket`; a user past its deadline with nothing released expires."""
+    through :func:`_runs` (:func:`update_bucket`'s rule, vectorised); a user past its deadline
+    with nothing released expires."""
 
     def step(
         released: ordered.Held, bucket: Bucket, watermark_ms: int
     ) -> tuple[list[dict], Bucket, int | None, set]:
-        c = released.cols
-        events: dict[str, list] = {
-            str(k): list(
-                zip(
-                    c["t"][s].tolist(),
-                    c["eid"][s].tolist(),
-                    c["etype"][s].tolist(),
-                    c["ip"][s].tolist(),
-                    strict=True,
-                )
-            )
-            for k, s in released.by_key().items()
-        }
-        expired = {u for u, (_, d) in bucket.users.items() if d < watermark_ms and u not in events}
-        rows, new, _ = update_bucket(events, bucket, watermark_ms, gap_ms, threshold)
+        rows, runs = (
+            _runs(released.cols, bucket, watermark_ms, gap_ms, threshold)
+            if len(released)
+            else ([], {})
+        )
+        expired = {u for u, (_, d) in bucket.users.items() if d < watermark_ms and u not in runs}
+        users = {u: v for u, v in bucket.users.items() if u not in expired and u not in runs}
+        users.update({u: (r, d) for u, (r, d) in runs.items() if r is not None})
+        new = Bucket(users)
         # Released events can be older than the watermark by far: a run whose gap has already
         # passed is over now (every later failure would reset it), not one batch later.
         over = {u for u, (run, _) in new.users.items() if run.last + gap_ms < watermark_ms}
