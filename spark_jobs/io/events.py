@@ -1,8 +1,9 @@
 """The parse that splits every landing line into a typed event of its kind
 (:mod:`spark_jobs.io.event_kinds`) or a bad record with its reason.
 
-Two tiers, one projection. Every line goes through Spark's native JSON parser (``from_json`` with
-the kind's schema and a corrupt-record column) and a few cheap checks that say "certainly good".
+Two tiers. Every line goes through Spark's native JSON parser (``from_json`` with the kind's
+schema and a corrupt-record column) and a few cheap checks that say "certainly good" (one regex
+over a line's string fields, one over its timestamp, one cast of it, a UTF-8 check).
 Spark's parser coerces a number or an object given for a string field to its text, so a string
 that *looks like* another JSON value (``123``, ``true``, ``{...``) is only "maybe bad". Only the
 lines not certainly good (bad ones, and the rare string that looks like a number) are parsed a
@@ -38,21 +39,24 @@ def _json_type(v: Column, name: str) -> Column:
     return F.substring_index(t, "(", 1)
 
 
-def _types(v: Column, kind: str) -> list[Column]:
+def _types(v: Column, kind: str, needed: Column) -> list[Column]:
     """Per field of ``kind``, its JSON type in the VARIANT ``v`` (see :func:`_json_type`) and,
     for timestamps and enums, its string value: columns ``_t_<field>`` and ``_s_<field>``; for
     numbers, whether they do not fit their column (:func:`_no_fit`): ``_f_<field>``.
-    Computed once each, so the reason below stays small code (see :func:`parse_lines`)."""
+    Computed once each, so the reason below stays small code (see :func:`parse_lines`), and
+    only where ``needed``: a projection computes every column it makes before the next one
+    reads any, so the ``CASE`` of the reason would not spare the good lines these calls (they
+    run on a NULL VARIANT too)."""
     from pyspark.sql import functions as F
 
-    cols = [_json_type(v, f.name).alias(f"_t_{f.name}") for f in fields(kind)]
+    cols = [(f"_t_{f.name}", _json_type(v, f.name)) for f in fields(kind)]
     cols += [
-        F.try_variant_get(v, f"$.{f.name}", "string").alias(f"_s_{f.name}")
+        (f"_s_{f.name}", F.try_variant_get(v, f"$.{f.name}", "string"))
         for f in fields(kind)
         if f.type == "ts" or f.allowed
     ]
-    cols += [_no_fit(v, f).alias(f"_f_{f.name}") for f in fields(kind) if f.type in _NO_FIT]
-    return cols
+    cols += [(f"_f_{f.name}", _no_fit(v, f)) for f in fields(kind) if f.type in _NO_FIT]
+    return [F.when(needed, c).alias(name) for name, c in cols]
 
 
 def _reason(v: Column, kind: str) -> Column:
@@ -134,6 +138,11 @@ CORRUPT = "_corrupt"
 # exactly. The number pattern is the exact grammar, not "digits and dots": IP addresses, dates and
 # versions are common strings and must not all take the slow path.
 _LOOKS_NOT_STRING = r'^(?:-?[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|true|false|[\[{"][\s\S]*)$'
+# The same shape for any of several fields joined by _SEP (see :func:`_may_not_be_string`).
+_SEP = "\u0001"
+_ANY_LOOKS_NOT_STRING = (
+    r'\x01(?:-?[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|true|false|[\[{"][^\x01]*)(?:\x01|$)'
+)
 # What the native parser is asked for: strings stay strings (checked above), ``int`` as a 32-bit
 # int and ``num`` as double, which reject a JSON string (int also rejects 1.5, and an integer
 # outside 32 bits) into the corrupt column: the slow path names the reason, at no cost to good
@@ -153,21 +162,38 @@ def _future_reason(name: str, max_future_seconds: float) -> str:
     return f"field {name} is more than {spark_interval(max_future_seconds)} ahead of the clock"
 
 
+def _may_not_be_string(strings: list[Column]) -> Column:
+    """True when any of ``strings`` may be a text Spark's parser made of a non-string JSON value
+    (one :data:`_LOOKS_NOT_STRING` matches), NULL when none is set. One regex over the fields
+    joined by a control character, not one per field: a line pays for one decoding and one
+    match, and the generated code stays small (see :func:`parse_lines`). A string holding the
+    separator itself can only make the line "maybe bad", never hide a coerced value: every
+    field's text starts right after a separator (one leads the joined text), and Jackson
+    escapes control characters in the text it makes of an object or array."""
+    from pyspark.sql import functions as F
+
+    return F.concat_ws(_SEP, F.lit(""), *strings).rlike(_ANY_LOOKS_NOT_STRING)
+
+
 def _certainly_good(j: Column, value: Column, kind: str, max_future: Column) -> Column:
-    """True for a line that passes every check of :func:`_reason`; False for one that may not."""
+    """True for a line that passes every check of :func:`_reason`; False for one that may not.
+    Reads the typed columns of :func:`parse_lines` (a timestamp field is cast once, there)."""
     from pyspark.sql import functions as F
 
     ok = (F.octet_length(value) <= MAX_LINE_BYTES) & F.is_valid_utf8(value) & j[CORRUPT].isNull()
+    strings = [j[f.name] for f in fields(kind) if f.type == "str"]
+    if strings:
+        ok = ok & ~_may_not_be_string(strings)
     for f in fields(kind):
         c = j[f.name]
         if not f.nullable:
             ok = ok & c.isNotNull()
-        if f.type in ("str", "ts"):
-            ok = ok & (c.isNull() | ~c.rlike(_LOOKS_NOT_STRING))
         if f.type == "num":  # NaN and infinities (quoted strings Spark's double accepts) too
-            ok = ok & (c.isNull() | c.try_cast(f.spark_type).isNotNull())
+            ok = ok & (c.isNull() | F.col(f.name).isNotNull())
         if f.type == "ts":
-            t = F.try_to_timestamp(c)
+            # A string of the ISO shape is never one Spark's parser made of another JSON value
+            # (it starts with 4 digits and a "-"): no :func:`_may_not_be_string` for it.
+            t = F.col(f.name)
             ok = ok & c.rlike(ISO_TS_WITH_ZONE) & t.isNotNull() & (t <= max_future)
         if f.allowed:
             ok = ok & c.isin(*f.allowed)
@@ -238,10 +264,10 @@ def parse_lines(
     decides alike with it too: the batches between a run's start and a batch admit nothing past
     that batch's own ``clock + max_future``, so a later start moves the limit only below it.
 
-    Five projections, kept apart on purpose (Spark does not merge a projection into one that
-    uses its expensive columns more than once): the native parse; the typed fields and the
-    "certainly good" flag (all whole-stage code generated); the VARIANT, computed only for the
-    lines not certainly good; each field's JSON type in it, once; the reason, from those.
+    Six projections, kept apart on purpose (Spark does not merge a projection into one that
+    uses its expensive columns more than once): the native parse; the typed fields; the
+    "certainly good" flag, from them (all whole-stage code generated); the VARIANT, and each
+    field's JSON type in it, computed only for the lines not certainly good; the reason.
 
     The generated code of these steps is one Java method, and the JVM does not compile a method
     over 8,000 bytes of bytecode: it interprets it, for every line. Inlining each field's type
@@ -273,11 +299,13 @@ def parse_lines(
             c = c.cast(f.spark_type)  # int to bigint: always fits
         typed.append(c.alias(f.name))
     names = [f.name for f in fields(kind)]
-    checked = native.select(
-        *typed, value, "source_file", j, _certainly_good(j, value, kind, max_future).alias("_fast")
+    # The "certainly good" flag reads the typed columns of the projection before, so a
+    # timestamp is cast once per line (Spark does not share a cast inside an AND chain).
+    checked = native.select(*typed, value, "source_file", j).select(
+        "*", _certainly_good(j, value, kind, max_future).alias("_fast")
     )
     variant = checked.select("*", F.when(~fast, F.try_parse_json(value)).alias("_v"))
-    variant = variant.select("*", *_types(F.col("_v"), kind))
+    variant = variant.select("*", *_types(F.col("_v"), kind, ~fast))
     reason = F.when(fast, F.lit(None)).otherwise(
         _slow_reason(j, F.col("_v"), value, kind, max_future_seconds, max_future)
     )
