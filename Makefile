@@ -63,8 +63,12 @@ format: setup
 test-unit: setup ## the fast tier: no JVM
 	$(PY) -m pytest -m unit -q
 
+# Two workers (pytest-xdist): the suite mostly waits (JVM start-ups, subprocesses, polling), so two
+# at once use the 2 cores the whole run; tests that share a module fixture or the Kafka broker are
+# grouped onto one worker (tests/conftest.py). `make test TEST_WORKERS=0`: one process, as before.
+TEST_WORKERS ?= 2
 test: setup browser lint ## lint and the whole test suite
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 bench: setup ## benchmarks, printing ratios measured side by side (writes bench/results/latest.json)
 	$(PY) -m bench
