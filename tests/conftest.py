@@ -1,5 +1,8 @@
 """Shared fixtures. One session-scoped ``spark`` (local[2], UI off, few shuffle partitions, Delta);
-every test owns its ``tmp_path``. Every test module carries a tier marker or collection fails."""
+every test owns its ``tmp_path``. Every test module carries a tier marker or collection fails.
+Under pytest-xdist (``make test``) each worker is a session of its own: session fixtures (``spark``,
+the Kafka broker, the Airflow DB) are built once per worker that needs them, and ``--dist
+loadfile`` keeps each module, with its module fixtures, on one worker."""
 
 from __future__ import annotations
 
@@ -20,27 +23,12 @@ for p in (str(ROOT), str(ROOT / "plugins")):
         sys.path.insert(0, p)
 
 
-# Under pytest-xdist (`make test`: ``-n 2 --dist loadgroup``) each worker is its own session, so a
-# fixture wider than a test is built once per worker that runs a test using it. Tests that share a
-# module (or class) fixture go to one worker, so it is built once; so do the Kafka tests, which
-# share the session broker (a JVM of its own). Every other test goes wherever a worker is free.
-ONE_BROKER = {"kafka_local"}
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups from the markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     unmarked = [i.nodeid for i in items if not TIERS & {m.name for m in i.iter_markers()}]
     if unmarked:
         raise pytest.UsageError(
             f"tests without a tier marker ({', '.join(sorted(TIERS))}): {', '.join(unmarked[:5])}"
         )
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        defs = info.name2fixturedefs if info is not None else {}
-        if ONE_BROKER & set(defs):
-            item.add_marker(pytest.mark.xdist_group("kafka_broker"))
-        elif any(d.scope in ("module", "class", "package") for ds in defs.values() for d in ds):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 @pytest.fixture(scope="session")
