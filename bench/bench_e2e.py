@@ -3,6 +3,9 @@
 - ``e2e``: ``python -m spark_jobs run JOB`` against :mod:`bench.builtin_pipeline` (the same
   output columns and sink, hand-written with Spark's built-ins), each a fresh process on the same
   generated files, side by side in interleaved rounds (median kept). Wall time includes start-up.
+  The first round's two tables must be equal row for row.
+- ``e2e_kafka``: the same for ``run sessions`` reading a 3-partition Kafka topic, against the
+  built-in pipeline reading the same topic through Spark's Kafka source and ``from_json``.
 - ``parse``: parse + validate + quarantine of the same lines through :mod:`spark_jobs.io.events`,
   as the runner plans it (one shuffle of the parsed lines on the job's key, read by the good and
   the bad side), against Spark's JSON reader with a schema and a corrupt-record column, alone and
@@ -52,6 +55,65 @@ def _process(
     return wall, done.stdout
 
 
+def _table(uri: str) -> list[tuple]:
+    """A Delta table's rows, each as its sorted (column, value) pairs, in a stable order, read
+    without Spark (delta-rs)."""
+    from deltalake import DeltaTable
+
+    rows = [tuple(sorted(r.items())) for r in DeltaTable(uri).to_pyarrow_table().to_pylist()]
+    return sorted(rows, key=repr)
+
+
+def _contend(
+    job: str,
+    where: Path,
+    run_args: list[str],
+    builtin_input: str,
+    events: int,
+    keys: int,
+    rounds: int,
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """``python -m spark_jobs run JOB RUN_ARGS`` against the built-in pipeline on
+    ``builtin_input``, fresh table and checkpoint each, interleaved rounds (median kept); the
+    first round's two tables must be equal row for row."""
+    times: dict[str, list[float]] = {"run": [], "builtin": []}
+    rows: dict[str, Any] = {}
+    tables: dict[str, list[tuple]] = {}
+    for r in range(rounds):
+        for who in ("run", "builtin") if r % 2 == 0 else ("builtin", "run"):
+            d = where / who
+            shutil.rmtree(d, ignore_errors=True)
+            out, ckpt = str(d / "out"), str(d / "ckpt")
+            if who == "run":
+                args = ["-m", "spark_jobs", "run", job, *run_args]
+                args += ["--output", out, "--checkpoint", ckpt]
+            else:
+                args = ["-m", "bench.builtin_pipeline", job, builtin_input, out, ckpt]
+            wall, stdout = _process(args, where.parent, env)
+            last = stdout.strip().splitlines()[-1]  # run's one-line summary
+            times[who].append(round(wall, 2))
+            rows[who] = json.loads(last).get("input_rows")
+            if r == 0:
+                tables[who] = _table(out)
+            print(f"  {job} {where.name} round {r + 1} {who}: {wall:.1f} s", flush=True)
+    run_s, builtin_s = statistics.median(times["run"]), statistics.median(times["builtin"])
+    return {
+        "job": job,
+        "input": where.name,
+        "events": events,
+        "keys": keys,
+        "rounds": rounds,
+        "run_seconds": times["run"],
+        "builtin_seconds": times["builtin"],
+        "run_events_per_s": round(events / run_s),
+        "builtin_events_per_s": round(events / builtin_s),
+        "ratio_vs_builtin": round(builtin_s / run_s, 2),
+        "input_rows": rows,
+        "same_table_as_builtin": tables["run"] == tables["builtin"] and len(tables["run"]) > 0,
+    }
+
+
 def e2e(
     work: Path,
     events: int,
@@ -62,49 +124,52 @@ def e2e(
     results = []
     for job in jobs:
         data = suite.dataset(work, KIND[job], events, keys)
-        times: dict[str, list[float]] = {"run": [], "builtin": []}
-        rows: dict[str, Any] = {}
-        for r in range(rounds):
-            for who in ("run", "builtin") if r % 2 == 0 else ("builtin", "run"):
-                d = work / "e2e" / job / who
-                shutil.rmtree(d, ignore_errors=True)
-                out, ckpt = str(d / "out"), str(d / "ckpt")
-                if who == "run":
-                    args = [
-                        "-m",
-                        "spark_jobs",
-                        "run",
-                        job,
-                        "--input",
-                        str(data),
-                        "--output",
-                        out,
-                        "--checkpoint",
-                        ckpt,
-                    ]
-                else:
-                    args = ["-m", "bench.builtin_pipeline", job, str(data), out, ckpt]
-                wall, stdout = _process(args, work)
-                last = stdout.strip().splitlines()[-1]  # run's one-line summary
-                times[who].append(round(wall, 2))
-                rows[who] = json.loads(last).get("input_rows")
-                print(f"  {job} round {r + 1} {who}: {wall:.1f} s", flush=True)
-        run_s, builtin_s = statistics.median(times["run"]), statistics.median(times["builtin"])
+        where = work / "e2e" / job / "files"
         results.append(
-            {
-                "job": job,
-                "events": events,
-                "keys": keys,
-                "rounds": rounds,
-                "run_seconds": times["run"],
-                "builtin_seconds": times["builtin"],
-                "run_events_per_s": round(events / run_s),
-                "builtin_events_per_s": round(events / builtin_s),
-                "ratio_vs_builtin": round(builtin_s / run_s, 2),
-                "input_rows": rows,
-            }
+            _contend(job, where, ["--input", str(data)], str(data), events, keys, rounds)
         )
     return results
+
+
+def e2e_kafka(work: Path, events: int, keys: int, rounds: int) -> dict[str, Any]:
+    """``run sessions`` reading a 3-partition topic against the built-in pipeline reading the
+    same topic (Spark's Kafka source and ``from_json``), whole processes, interleaved rounds.
+
+    A local broker (the cached jars, a free port, a temporary home, always stopped) gets the
+    clickstream once from ``generate --out kafka://...``. ``run`` reads it as a spec naming the
+    topic would: a copy of the job specs whose ``sessions.yaml`` input is the topic, given to
+    both processes through ``$STATEKEEPER_SPECS`` (so both take the same records per batch)."""
+    import tempfile
+
+    import yaml
+
+    from spark_jobs.generate import generate
+    from spark_jobs.kafka import broker
+
+    tmp = Path(tempfile.mkdtemp(prefix="statekeeper-bench-e2e-kafka-"))
+    home = tmp / "broker"
+    old_data = os.environ.get("STATEKEEPER_DATA")
+    os.environ["STATEKEEPER_DATA"] = str(tmp / "data")  # generate's staging folder
+    try:
+        status = broker.up(port=broker.free_port(), home=home, timeout=180)
+        uri = f"kafka://{status.bootstrap}/clickstream"
+        generate("clickstream", uri, events, keys=keys, seed=6)
+        specs = tmp / "specs"
+        shutil.copytree(paths.specs_dir(), specs)
+        spec_file = specs / "sessions.yaml"
+        spec = yaml.safe_load(spec_file.read_text())
+        spec["inputs"] = {"clickstream": uri}
+        spec_file.write_text(yaml.safe_dump(spec, sort_keys=False))
+        where = work / "e2e" / "sessions" / "kafka"
+        env = {"STATEKEEPER_SPECS": str(specs)}
+        return _contend("sessions", where, [], uri, events, keys, rounds, env)
+    finally:
+        broker.down(home)
+        if old_data is None:
+            os.environ.pop("STATEKEEPER_DATA", None)
+        else:
+            os.environ["STATEKEEPER_DATA"] = old_data
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def parse(spark: Any, work: Path, events: int, rounds: int) -> dict[str, Any]:
