@@ -13,7 +13,17 @@ from typing import Any
 
 from bench import batch_costs
 
-BENCHES = ("throughput", "executors", "catchup", "stores", "parse", "e2e", "batches", "startup")
+BENCHES = (
+    "throughput",
+    "executors",
+    "catchup",
+    "stores",
+    "parse",
+    "e2e",
+    "e2e-kafka",
+    "batches",
+    "startup",
+)
 HELPERS = {
     "checkpoints": "bench.bench_checkpoints",
     "quality": "bench.bench_quality",
@@ -101,11 +111,11 @@ def table(results: dict[str, Any]) -> str:
             f"{r['ratio_vs_native']:.2f}x; with the job's shuffle {r.get('ours_shuffled_seconds')} s vs reader + "
             f"the same shuffle {r.get('native_shuffled_seconds')} s, {r.get('ratio_vs_native_shuffled', 0):.2f}x (target <= 2x)"
         )
-    for r in results.get("e2e", []):
+    for r in [*results.get("e2e", []), *([results["e2e-kafka"]] if "e2e-kafka" in results else [])]:
         lines.append(
-            f"process {r['job']:<13}{r['events']:>10,} events {r['keys']:>8,} users: run {r['run_seconds']} s "
+            f"process {r['job']:<13}{r.get('input', 'files'):<6}{r['events']:>10,} events {r['keys']:>8,} users: run {r['run_seconds']} s "
             f"({r['run_events_per_s']:,} ev/s), built-in {r['builtin_seconds']} s ({r['builtin_events_per_s']:,} ev/s), "
-            f"vs built-in {r['ratio_vs_builtin']:.2f}x"
+            f"vs built-in {r['ratio_vs_builtin']:.2f}x, same table: {_same(r)}"
             + (  # fraud_alerts: the sliding-window built-in, same rounds
                 f"; sliding windows {r['sliding_seconds']} s, vs sliding {r['ratio_vs_sliding']:.2f}x"
                 if "sliding_seconds" in r
@@ -239,6 +249,13 @@ def _whole_processes(
         jobs = tuple(args.e2e_jobs.split(","))
         rounds = args.rounds or (1 if args.smoke else 2)
         out["e2e"] = bench_e2e.e2e(work, p["e2e_events"], p["e2e_keys"], rounds, jobs)
+    if _heavy("e2e-kafka", wanted, args):
+        print(
+            "6b. whole processes: run sessions from a Kafka topic against a built-in pipeline",
+            flush=True,
+        )
+        rounds = args.rounds or (1 if args.smoke else 2)
+        out["e2e-kafka"] = bench_e2e.e2e_kafka(work, p["e2e_events"], p["e2e_keys"], rounds)
     if _heavy("batches", wanted, args):
         print("7. where a micro-batch's time goes (sessions, three arrivals)", flush=True)
         out["batches"] = batch_costs.measure(work, p["batch_events"])
@@ -276,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.perf_counter()
     # the helpers start their own processes: no session when only they run
-    in_session = set(BENCHES) - {"e2e", "batches", "startup"}  # those time whole processes
+    in_session = set(BENCHES) - {"e2e", "e2e-kafka", "batches", "startup"}  # whole processes
     spark = build_session("statekeeper-bench") if set(wanted) & in_session else None
     try:
         results.update(_in_session(spark, wanted, args, p, work))

@@ -1,8 +1,9 @@
 """``python -m bench.builtin_pipeline JOB INPUT OUTPUT CHECKPOINT [VARIANT]``: the pipeline a
 user would hand-write with Spark's built-ins for ``sessions`` or ``fraud_alerts``, as a whole
 process, to time against ``python -m spark_jobs run JOB``: Spark's JSON reader with the kind's
-schema and a corrupt-record column, the built-in operator (session_window, or windowed failure
-counts; VARIANT names another of :data:`bench.builtins.PIPELINES`, e.g.
+schema and a corrupt-record column (or, for a ``kafka://HOST:PORT/TOPIC`` INPUT, Spark's Kafka
+source and ``from_json`` with the same schema and column), the built-in operator (session_window,
+or windowed failure counts; VARIANT names another of :data:`bench.builtins.PIPELINES`, e.g.
 ``fraud_alerts_sliding``), a Delta sink, RocksDB, the job spec's shuffle partitions,
 availableNow. Prints one JSON line."""
 
@@ -11,6 +12,35 @@ from __future__ import annotations
 import json
 import sys
 import time
+from typing import Any
+
+
+def _lines(spark: Any, spec: Any, inp: str, schema: str) -> Any:
+    """Typed rows and ``_corrupt`` of the input: files through the JSON reader, a topic through
+    the Kafka source (from the earliest offset, the spec's records per batch) and ``from_json``."""
+    from pyspark.sql import functions as F
+
+    from spark_jobs.contract import kafka
+
+    if not kafka.is_kafka(inp):
+        return (
+            spark.readStream.schema(schema)
+            .option("columnNameOfCorruptRecord", "_corrupt")
+            .option("pathGlobFilter", "*.json*")
+            .json(inp)
+        )
+    target = kafka.parse(inp)
+    records = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", target.bootstrap)
+        .option("subscribe", target.topic)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", spec.max_offsets_per_trigger)
+        .load()
+    )
+    value = F.col("value").cast("string")
+    opts = {"columnNameOfCorruptRecord": "_corrupt"}
+    return records.select(F.from_json(value, schema, opts).alias("e")).select("e.*")
 
 
 def main(argv: list[str]) -> int:
@@ -27,12 +57,7 @@ def main(argv: list[str]) -> int:
     kind = spec.kinds[0]
     spark = build_session(f"builtin-{job}", spec=spec)
     schema = f"{ev.spark_schema(kind)}, _corrupt string"
-    lines = (
-        spark.readStream.schema(schema)
-        .option("columnNameOfCorruptRecord", "_corrupt")
-        .option("pathGlobFilter", "*.json*")
-        .json(inp)
-    )
+    lines = _lines(spark, spec, inp, schema)
     good = lines.where(F.col("_corrupt").isNull()).drop("_corrupt")
     df = builtins.PIPELINES[variant[0] if variant else job](good, spec)
     q = (

@@ -28,12 +28,17 @@ def output_schema(schema: str) -> str:
     return f"{schema}, {COLUMN} {DDL}"
 
 
+def counts(held: int, updated: int, removed: int, expired: int) -> dict[str, int]:
+    """A metric row's ``_keys`` value."""
+    return {"held": held, "updated": updated, "removed": removed, "expired": expired}
+
+
 def frame(columns: Sequence[str], held: int, updated: int, removed: int, expired: int) -> Any:
     """One metric row beside output ``columns``: data columns null, ``_keys`` the counts."""
     import pandas as pd
 
     row: dict[str, Any] = dict.fromkeys(columns)
-    row[COLUMN] = {"held": held, "updated": updated, "removed": removed, "expired": expired}
+    row[COLUMN] = counts(held, updated, removed, expired)
     return pd.DataFrame([row], columns=[*columns, COLUMN])
 
 

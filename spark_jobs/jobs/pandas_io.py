@@ -6,7 +6,7 @@ pandas and numpy are imported in the functions: the job registry imports every m
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -55,3 +55,35 @@ def rows_frame(
 def emit(rows: list[dict], columns: list[str], ts_columns: Iterable[str]) -> Iterator[pd.DataFrame]:
     if rows:
         yield rows_frame(rows, columns, ts_columns)
+
+
+def with_metric_row(
+    cols: Mapping[str, list] | None,
+    columns: list[str],
+    ts_columns: Iterable[str],
+    metric_column: str,
+    metric: dict[str, int],
+) -> pd.DataFrame:
+    """One frame for a whole call: the output rows ``cols`` (name -> values, times in epoch
+    ms; None for none), then one metric row (data columns null, ``metric_column`` = ``metric``).
+
+    The same rows as a frame of output rows and a separate metric frame, built at a fraction of
+    the cost: a bucket call made three pandas frames (and two ``to_datetime``) for a few dozen
+    rows, most of its time when the watermark closes sessions in every bucket."""
+    import numpy as np
+    import pandas as pd
+
+    n = len(cols[columns[0]]) if cols else 0
+    ts = set(ts_columns)
+    data: dict[str, object] = {}
+    for c in columns:
+        values = cols[c] if cols else []
+        if c in ts:
+            ms = np.empty(n + 1, dtype="datetime64[ms]")
+            ms[:n] = np.asarray(values, dtype=np.int64).astype("datetime64[ms]")
+            ms[n] = np.datetime64("NaT")
+            data[c] = pd.Series(ms.astype("datetime64[ns]")).dt.tz_localize("UTC")
+        else:  # object: a None beside ints stays None (no float), lists stay lists
+            data[c] = pd.Series([*values, None], dtype=object)
+    data[metric_column] = pd.Series([*([None] * n), metric], dtype=object)
+    return pd.DataFrame(data, copy=False)

@@ -107,7 +107,7 @@ def update_session_bucket(
 ) -> Iterator[pd.DataFrame]:
     """The bucket function of the batched executor (:mod:`spark_jobs.jobs.keyed`), bound with
     ``functools.partial``. A timed-out bucket gets no rows: its keys past their deadline close."""
-    from spark_jobs.jobs.pandas_io import concat, rows_frame
+    from spark_jobs.jobs.pandas_io import concat, with_metric_row
     from spark_jobs.state import sessions_bulk as bulk
 
     events = bulk.Events.empty()
@@ -121,13 +121,12 @@ def update_session_bucket(
     )
     stored = still.columns() if timeout is not None else None
     keyed.save(state, bulk.BUCKET_COLUMNS, stored, still.key_count(), timeout)
-    if len(closed):
-        out = rows_frame(bulk.output_columns(closed), columns, TS_COLUMNS)
-        yield key_metrics.with_null_metrics(out)
     before, after = set(prev.key.tolist()), set(still.key.tolist())
     touched = (set(events.key.tolist()) | set(closed.key.tolist())) & after
     # sessions never drop a user by logic: a user leaves when its last session closes
-    yield key_metrics.frame(columns, len(after) - len(before), len(touched), 0, len(before - after))
+    metric = key_metrics.counts(len(after) - len(before), len(touched), 0, len(before - after))
+    out = bulk.output_columns(closed) if len(closed) else None
+    yield with_metric_row(out, columns, TS_COLUMNS, key_metrics.COLUMN, metric)
 
 
 def batched(stream: Any, p: Params, gap_ms: int, columns: list[str]) -> Any:

@@ -176,10 +176,27 @@ def due_or_touched(
 
 def _segment_cummax(values: np.ndarray, segment: np.ndarray) -> np.ndarray:
     """Running maximum of ``values`` restarting at each new (sorted, contiguous) ``segment``."""
-    uniq, rank = np.unique(values, return_inverse=True)
-    # ranks < len(values): shifting each segment above every earlier one keeps maxima apart
     seg = np.cumsum(np.r_[True, segment[1:] != segment[:-1]]) - 1
-    return uniq[np.maximum.accumulate(rank.astype(_I64) + seg * len(values)) - seg * len(values)]
+    low = int(values.min())
+    span = int(values.max()) - low + 1
+    if span * (int(seg[-1]) + 1) < 2**62:  # always, for times of one batch: no sort needed
+        # shifting each segment above every earlier one keeps maxima apart
+        shift = seg * span
+        return np.maximum.accumulate(values - low + shift) - shift + low
+    uniq, rank = np.unique(values, return_inverse=True)  # ranks are < len(values)
+    shift = seg * len(values)
+    return uniq[np.maximum.accumulate(rank.astype(_I64) + shift) - shift]
+
+
+def _by_key_then_start(code: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """The order of rows by (key code, start). Rows tied on both fall in one session whatever
+    their order (each starts no later than the running maximum end), and every aggregate is
+    order-free, so ties need no further key: one sort of a combined key, not three."""
+    low = int(start.min())
+    span = int(start.max()) - low + 1
+    if span * (int(code.max()) + 1) < 2**62:  # always, for times of one batch
+        return np.argsort(code * span + (start - low), kind="stable")
+    return np.lexsort((start, code))
 
 
 def _last_pages(
@@ -221,7 +238,7 @@ def update_bucket(
     code = pd.factorize(key)[0]
     start = np.concatenate([work.start, events.t])
     end = np.concatenate([work.end, events.t])
-    order = np.lexsort((end, start, code))
+    order = _by_key_then_start(code, start)
     sc, ss, se = code[order], start[order], end[order]
     prev_max = np.empty_like(se)
     prev_max[0] = ss[0]

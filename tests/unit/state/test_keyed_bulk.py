@@ -261,3 +261,31 @@ def test_columnar_round_trip_and_refusals():
         columnar.key_count(b"\x01pickle-ish-data")
     with pytest.raises(ValueError, match="version 9"):
         columnar.key_count(b"SKB\x09" + bytes(8))
+
+
+@pytest.mark.parametrize("span", [10, 3 * 10**9, 2**61], ids=["small", "days", "beyond-int64"])
+def test_segment_cummax_restarts_at_each_segment(span):
+    """The running maximum per segment, by its shift (times of a batch) and by its rank fallback
+    (a span so wide the shifted values would overflow int64), against a plain loop."""
+    rng = np.random.default_rng(span % 1000)
+    segment = np.sort(rng.integers(0, 40, 500))
+    values = rng.integers(-span // 2, span // 2, 500, dtype=np.int64)
+    want, best, prev = [], None, None
+    for s, v in zip(segment.tolist(), values.tolist(), strict=True):
+        best = v if s != prev or best is None else max(best, v)
+        prev = s
+        want.append(best)
+    assert sessions_bulk._segment_cummax(values, segment).tolist() == want
+
+
+@pytest.mark.parametrize("span", [5, 3 * 10**9, 2**61], ids=["ties", "days", "beyond-int64"])
+def test_rows_are_ordered_by_key_then_start(span):
+    """The session merge's row order, by its combined key (times of a batch) and by its
+    two-key fallback (a span so wide the combined key would overflow int64)."""
+    rng = np.random.default_rng(span % 1000)
+    code = rng.integers(0, 50, 800)
+    start = rng.integers(-span // 2, span // 2, 800, dtype=np.int64)
+    order = sessions_bulk._by_key_then_start(code, start)
+    assert sorted(order.tolist()) == list(range(800))
+    pairs = list(zip(code[order].tolist(), start[order].tolist(), strict=True))
+    assert pairs == sorted(pairs)
