@@ -63,13 +63,8 @@ format: setup
 test-unit: setup ## the fast tier: no JVM
 	$(PY) -m pytest -m unit -q
 
-# Two workers (pytest-xdist): the suite mostly waits (JVM start-ups, subprocesses, polling), so two
-# at once keep the 2 cores busy. --dist loadfile: a module's tests run on one worker, so a module
-# fixture is built once; modules go in collection order (dags, e2e, integration: the slow ones
-# first; the many short unit modules fill the end). `make test TEST_WORKERS=0`: one process.
-TEST_WORKERS ?= 2
 test: setup browser lint ## lint and the whole test suite
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	$(PY) -m pytest -q
 
 bench: setup ## benchmarks, printing ratios measured side by side (writes bench/results/latest.json)
 	$(PY) -m bench

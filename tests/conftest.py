@@ -1,8 +1,5 @@
 """Shared fixtures. One session-scoped ``spark`` (local[2], UI off, few shuffle partitions, Delta);
-every test owns its ``tmp_path``. Every test module carries a tier marker or collection fails.
-Under pytest-xdist (``make test``) each worker is a session of its own: session fixtures (``spark``,
-the Kafka broker, the Airflow DB) are built once per worker that needs them, and ``--dist
-loadfile`` keeps each module, with its module fixtures, on one worker."""
+every test owns its ``tmp_path``. Every test module carries a tier marker or collection fails."""
 
 from __future__ import annotations
 
