@@ -149,15 +149,24 @@ def _java(classpath: str, home: Path) -> list[str]:
     ]
 
 
+def cluster_id() -> str:
+    """A random KRaft cluster id, as ``kafka-storage random-uuid`` makes one: 16 random bytes in
+    URL-safe base64, never starting with ``-`` (the storage tool would read it as an option, and
+    one id in 64 did: "argument --cluster-id/-t: expected one argument")."""
+    while True:
+        made = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not made.startswith("-"):
+            return made
+
+
 def _format(classpath: str, home: Path, props: Path) -> None:
-    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
     cmd = [
         *_java(classpath, home),
         "kafka.tools.StorageTool",
         "format",
         "--standalone",
         "-t",
-        cluster_id,
+        cluster_id(),
         "-c",
         str(props),
     ]
