@@ -74,14 +74,20 @@ def _runs(users):
     return {u: (r.to_tuple(), d) for u, (r, d) in users.items()}
 
 
-@pytest.mark.parametrize("seed", range(40))
-def test_vectorised_step_equals_the_per_user_rule(seed):
+def _case(seed: int) -> tuple:
+    """One random case: (released events, stored bucket, watermark, threshold)."""
     rng = random.Random(seed)
     users, start = rng.choice((1, 3, 12)), 1_000 * MIN
     threshold = rng.choice((2, 3, 5))
     released = _released(rng, users, rng.choice((1, 5, 60, 300)), start)
     bucket = _stored(rng, users, start, threshold)
     wm = start + rng.choice((0, 30 * MIN, 200 * MIN))
+    return released, bucket, wm, threshold
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_vectorised_step_equals_the_per_user_rule(seed):
+    released, bucket, wm, threshold = _case(seed)
     want_rows, want_users, want_gone = _reference(released, _copy(bucket), wm, threshold)
     step = fraud_bulk.ordered_step(GAP, threshold)
     rows, kept, timeout, gone = step.step(released, _copy(bucket), wm)
@@ -95,12 +101,7 @@ def test_the_fixture_reaches_every_branch():
     """Alerts, carried runs, resets and runs kept all occur in the cases above."""
     rows = kept = 0
     for seed in range(40):
-        rng = random.Random(seed)
-        users, start = rng.choice((1, 3, 12)), 1_000 * MIN
-        threshold = rng.choice((2, 3, 5))
-        released = _released(rng, users, rng.choice((1, 5, 60, 300)), start)
-        bucket = _stored(rng, users, start, threshold)
-        wm = start + rng.choice((0, 30 * MIN, 200 * MIN))
+        released, bucket, wm, threshold = _case(seed)
         r, users_, _ = _reference(released, bucket, wm, threshold)
         rows += len(r)
         kept += len(users_)
