@@ -125,7 +125,8 @@ def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
         step = fraud_bulk.ordered_step(gap_ms, p.threshold)
         emit = partial(emit_alerts, columns)
         cols = BUCKET_COLUMNS
-        update = partial(keyed.update_ordered_bucket, columns, cols, step, to_events, emit)
+        delay = keyed.delay_ms(spec)
+        update = partial(keyed.update_ordered_bucket, columns, cols, step, to_events, emit, delay)
         return keyed.bucketed(
             stream, "user_id", INPUT_COLUMNS, p.buckets, update, SCHEMA, BUCKET_SCHEMA
         )

@@ -55,6 +55,29 @@ def bucket_column(key: str, buckets: int) -> Any:
     return F.pmod(F.xxhash64(F.col(key)), F.lit(buckets)).cast("int")
 
 
+def delay_ms(spec: Any) -> int:
+    """The watermark delay of ``spec``'s query in ms, never below the one Spark applies
+    (:func:`spark_jobs.contract.durations.spark_interval` truncates fractions of a ms)."""
+    import math
+
+    return math.ceil(round(spec.watermark_seconds * 1000, 6))  # 0.1 s * 1000 is 100.00000000000001
+
+
+def settled_until_ms(watermark_ms: int, event_ms: Any, delay_ms: int) -> int:
+    """The watermark the events of this call already guarantee: what is due before it can be
+    settled now, with the very result a later batch would give (issue 30: a catch-up run's
+    first batch closes most keys instead of carrying them through state to the next batch).
+
+    Every row a call gets passed the batch's watermark operator, so Spark's next watermark is at
+    least ``max(event_ms) - delay_ms`` (Spark keeps the batch's newest event time, in ms, minus
+    the delay; it never moves back, and a restart reads it from the commit log). A later event is
+    admitted only above that watermark, so it cannot reach anything due before this value.
+    ``delay_ms`` must not be below the query's delay (a larger one only settles less)."""
+    if not len(event_ms):
+        return int(watermark_ms)
+    return max(int(watermark_ms), int(event_ms.max()) - int(delay_ms))
+
+
 def shuffle_keys(kind: str, key: str, params: type[BatchedParams]) -> Any:
     """A keyed job's ``JobDef.shuffle_keys``: its ``kind`` events grouped by ``key``, or by the
     key's bucket on the batched executor."""
@@ -119,6 +142,7 @@ def update_ordered_bucket(
     step: Any,
     to_events: Callable[[pd.DataFrame], dict[str, Any]],
     emit: Callable[[list[dict]], Iterator[pd.DataFrame]],
+    delay_ms: int,
     key: tuple[int],
     pdfs: Iterator[pd.DataFrame],
     state: GroupState,
@@ -131,7 +155,9 @@ def update_ordered_bucket(
     ``emit(rows)`` yields the output frames; ``columns`` are the output's, ``state_columns`` the
     bucket state's (name -> element type: the job's and the held events'). Each call also yields
     its metric row (:mod:`spark_jobs.io.key_metrics`). A timed-out bucket gets no rows: the
-    watermark released held events or ended a key's run.
+    watermark released held events or ended a key's run. Events are released (and runs ended)
+    against :func:`settled_until_ms` of the new events (``delay_ms`` being the query's), so a
+    catch-up's first batch applies what its own events prove no later event can precede.
     """
     from spark_jobs.jobs.pandas_io import concat
     from spark_jobs.state import ordered
@@ -141,8 +167,12 @@ def update_ordered_bucket(
         pass  # no rows: the earliest deadline in the bucket has passed
     elif (df := concat(pdfs)) is not None:
         new = to_events(df)
+    import numpy as np
+
+    t = new["t"] if new is not None else np.empty(0, dtype=np.int64)
+    settled = settled_until_ms(state.getCurrentWatermarkMs(), t, delay_ms)
     rows, cols, keys, timeout, c = ordered.bucket_step(
-        step, load(state, state_columns), new, state.getCurrentWatermarkMs()
+        step, load(state, state_columns), new, settled
     )
     save(state, state_columns, cols, keys, timeout)
     for df in emit(rows):

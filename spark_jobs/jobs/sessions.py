@@ -100,13 +100,18 @@ def bulk_events(df: Any) -> Any:
 def update_session_bucket(
     gap_ms: int,
     max_pages: int,
+    delay_ms: int,
     columns: list[str],
     key: tuple[int],
     pdfs: Iterator[pd.DataFrame],
     state: GroupState,
 ) -> Iterator[pd.DataFrame]:
     """The bucket function of the batched executor (:mod:`spark_jobs.jobs.keyed`), bound with
-    ``functools.partial``. A timed-out bucket gets no rows: its keys past their deadline close."""
+    ``functools.partial``. A timed-out bucket gets no rows: its keys past their deadline close.
+    Sessions close against :func:`keyed.settled_until_ms` (the watermark this call's events
+    already guarantee, ``delay_ms`` being the query's), not only Spark's current watermark: a
+    catch-up's first batch emits every session its own events prove closed, the same rows the
+    next batch would emit, instead of storing them in state and reading them back."""
     from spark_jobs.jobs.pandas_io import concat, with_metric_row
     from spark_jobs.state import sessions_bulk as bulk
 
@@ -116,9 +121,8 @@ def update_session_bucket(
     elif (df := concat(pdfs)) is not None:
         events = bulk_events(df)
     prev = bulk.Sessions.from_columns(keyed.load(state, bulk.BUCKET_COLUMNS))
-    closed, still, timeout = bulk.update_bucket(
-        events, prev, state.getCurrentWatermarkMs(), gap_ms, max_pages
-    )
+    settled = keyed.settled_until_ms(state.getCurrentWatermarkMs(), events.t, delay_ms)
+    closed, still, timeout = bulk.update_bucket(events, prev, settled, gap_ms, max_pages)
     stored = still.columns() if timeout is not None else None
     keyed.save(state, bulk.BUCKET_COLUMNS, stored, still.key_count(), timeout)
     before, after = set(prev.key.tolist()), set(still.key.tolist())
@@ -129,7 +133,7 @@ def update_session_bucket(
     yield with_metric_row(out, columns, TS_COLUMNS, key_metrics.COLUMN, metric)
 
 
-def batched(stream: Any, p: Params, gap_ms: int, columns: list[str]) -> Any:
+def batched(stream: Any, p: Params, gap_ms: int, delay_ms: int, columns: list[str]) -> Any:
     from pyspark.sql import functions as F
 
     from spark_jobs.state.sessions import CHECKOUT, PAGE_VIEW, PURCHASE
@@ -147,7 +151,7 @@ def batched(stream: Any, p: Params, gap_ms: int, columns: list[str]) -> Any:
         F.when(pv, F.col("page")).alias("page"),
         "duration_sec",
     ]
-    update = partial(update_session_bucket, gap_ms, p.last_pages, columns)
+    update = partial(update_session_bucket, gap_ms, p.last_pages, delay_ms, columns)
     return keyed.bucketed(stream, "user_id", cols, p.buckets, update, SCHEMA, BUCKET_SCHEMA)
 
 
@@ -166,7 +170,7 @@ def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
         "event_time", spark_interval(spec.watermark_seconds)
     )
     if spec.executor == "batched":
-        return batched(stream, p, gap_ms, columns)
+        return batched(stream, p, gap_ms, keyed.delay_ms(spec), columns)
     return (
         stream.select(*INPUT_COLUMNS)
         .groupBy("user_id")

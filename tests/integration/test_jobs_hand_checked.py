@@ -34,7 +34,12 @@ def test_sessions(spark, tmp_path):
             click("z1", "u3", 200, "page_view", "/late", 1),  # moves the watermark to 190
         ],
     )
-    summary = run_job(job_spec("sessions", tmp_path), spark=spark)
+    # One hash bucket: a bucket settles by its own events (a batch of many users fills each of
+    # the default 256 with events near the batch's newest); here the one holds them all.
+    spec = job_spec("sessions", tmp_path)
+    summary = run_job(
+        job_spec("sessions", tmp_path, params={**spec.params, "buckets": 1}), spark=spark
+    )
     got = rows(spark, str(tmp_path / "out"), ["user_id", "session_start"])
     from spark_jobs.state.sessions import session_id
 
@@ -49,6 +54,13 @@ def test_sessions(spark, tmp_path):
         ("u2", sid("u2", 5), ts(5), ts(5), 1, 1, 2, ["/x"], False, False),
     ]  # u3's session is still open (190 < 200 + 30): it stays in state
     assert summary.state_rows == 1 and summary.batches == 2 and summary.quarantined == 0
+    # The first batch's own events already put the next watermark at 190 (200 - 10), so the
+    # three sessions ending by 160 are emitted there, not carried through state to batch 1
+    # (before: [0, 3]).
+    from spark_jobs.runtime.progress import read_progress
+
+    emitted = [r["keys"]["emitted"] for r in read_progress(str(tmp_path / "ckpt"))]
+    assert emitted == [3, 0], emitted
 
 
 def test_fraud_alerts(spark, tmp_path):
