@@ -1,9 +1,11 @@
 """Continuous freshness (issue 30): how long after a file lands (or an event is produced) is its
 row in Delta, for ``run user_counts --trigger processing-time:1s`` against the pipeline a user
-would write with Spark's built-ins, side by side in one run.
+would write with Spark's built-ins, in one run.
 
-``python -m bench.freshness`` (or ``python -m bench --only freshness``) starts, per input, both
-as whole processes as a user starts them, at once, on the same input:
+``python -m bench.freshness`` (or ``python -m bench --only freshness``) starts, per input, each
+contender as a whole process as a user starts it, one at a time (each alone on the machine, as
+a user runs one job, on its own copy of the input: a landing folder or a topic of the same
+local broker; ``--together``: both at once on the same input, each then gets about one core):
 
 - ours: ``python -m spark_jobs run user_counts --trigger processing-time:1s`` (the landing folder
   as ``--input``; for Kafka a spec naming the topic, ``STATEKEEPER_SPECS``);
@@ -201,35 +203,59 @@ def _stop(procs: list[subprocess.Popen]) -> None:
 
 
 def one_input(kind: str, work: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
-    """Both contenders on one input (``files`` or ``kafka``), at once, then their figures."""
-    total = args.warm_up + args.files
+    """Both contenders on one input (``files`` or ``kafka``), then their figures: one at a time
+    (each alone on the machine, as a user runs one job; its own landing folder or topic, the
+    same marker schedule), or with ``--together`` both at once on the same input."""
     runs = {"ours": work / kind / "ours", "built-in": work / kind / "builtin"}
     for r in runs.values():
         r.mkdir(parents=True)
     home = work / kind / "broker"
-    send, procs = None, []
+    landed: dict[str, dict[str, float]] = {}
+    bootstrap = None
     try:
         if kind == "kafka":
-            send, inp, specs = _kafka(home, work / kind)
-            procs.append(start_ours(runs["ours"], None, args.trigger, specs))
-        else:
-            land, staging = work / kind / "land", work / kind / "staging"
-            land.mkdir()
-            staging.mkdir()
-            send, inp = _files(land, staging), str(land)
-            procs.append(start_ours(runs["ours"], inp, args.trigger, None))
-        procs.append(start_builtin(runs["built-in"], inp, args.trigger))
-        landed = _feed(send, runs, procs, total, args)
+            from spark_jobs.kafka import broker
+
+            bootstrap = broker.up(port=broker.free_port(), home=home, timeout=180).bootstrap
+        groups = [list(runs)] if args.together else [[n] for n in runs]
+        for names in groups:
+            got = _contend(kind, {n: runs[n] for n in names}, bootstrap, args)
+            landed |= {n: got for n in names}
     finally:
-        _stop(procs)
-        if kind == "kafka":
+        if bootstrap is not None:
             from spark_jobs.kafka import broker
 
             broker.down(home)
     return [
-        {"input": kind, **summarise(n, r, n == "ours", landed, args.warm_up)}
+        {"input": kind, **summarise(n, r, n == "ours", landed[n], args.warm_up)}
         for n, r in runs.items()
     ]
+
+
+def _contend(
+    kind: str, runs: dict[str, Path], bootstrap: str | None, args: argparse.Namespace
+) -> dict[str, float]:
+    """``runs`` (name -> folder) started at once on a fresh input of their own, fed the
+    markers, stopped; the landed time of each marker."""
+    where = next(iter(runs.values())).parent / ("input-" + "-".join(r.name for r in runs.values()))
+    where.mkdir()
+    procs = []
+    try:
+        if bootstrap is not None:
+            send, inp, specs = _kafka(bootstrap, where)
+        else:
+            land, staging = where / "land", where / "staging"
+            land.mkdir()
+            staging.mkdir()
+            send, inp, specs = _files(land, staging), str(land), None
+        for name, run in runs.items():
+            if name == "ours":
+                procs.append(start_ours(run, None if specs else inp, args.trigger, specs))
+            else:
+                procs.append(start_builtin(run, inp, args.trigger))
+        return _feed(send, runs, procs, args.warm_up + args.files, args)
+    finally:
+        _stop(procs)
 
 
 def _files(land: Path, staging: Path) -> Any:
@@ -241,14 +267,13 @@ def _files(land: Path, staging: Path) -> Any:
     return send
 
 
-def _kafka(home: Path, where: Path) -> tuple[Any, str, Path]:
-    """A local broker, a topic, a spec naming it, and a sender producing a marker's lines."""
+def _kafka(bootstrap: str, where: Path) -> tuple[Any, str, Path]:
+    """A new topic on the local broker, a spec naming it, and a sender producing a marker's
+    lines."""
     from spark_jobs.contract.kafka import parse
-    from spark_jobs.kafka import broker
     from spark_jobs.kafka.produce import ensure_topic, produce
 
-    status = broker.up(port=broker.free_port(), home=home, timeout=180)
-    uri = f"kafka://{status.bootstrap}/clickstream"
+    uri = f"kafka://{bootstrap}/clickstream-{where.name}"
     target = parse(uri)
     ensure_topic(target)
     specs = where / "specs"
@@ -331,6 +356,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--every", type=float, default=2.0, help="wall s between markers")
     parser.add_argument("--events", type=int, default=20, help="background lines per marker")
     parser.add_argument("--trigger", default="1s")
+    parser.add_argument(
+        "--together", action="store_true", help="both contenders at once (default: in turn)"
+    )
     parser.add_argument("--work", default=None, help="default .data/bench/freshness")
     args = parser.parse_args(argv)
     if args.smoke:
@@ -340,7 +368,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     shutil.rmtree(work, ignore_errors=True)
     rows: list[dict[str, Any]] = []
     for kind in args.inputs.split(","):
-        print(f"freshness: {kind}, ours and built-in side by side; work in {work}", flush=True)
+        how = "at once" if args.together else "one at a time"
+        print(f"freshness: {kind}, ours and built-in {how}; work in {work}", flush=True)
         rows += one_input(kind, work, args)
     print(table(rows, args), flush=True)
     out = {"params": vars(args), "rows": rows}
