@@ -154,7 +154,9 @@ def maintain(job: Job, dry_run: bool = False, spark: Any = None) -> dict[str, An
     if own:
         from spark_jobs.runtime.session import build_session
 
-        spark = build_session(f"statekeeper-table-maintain-{job.spec.name}")
+        # the job's spec decides the shuffle partitions: with Spark's default 200, the two
+        # VACUUMs were most of a maintenance's minutes on two cores
+        spark = build_session(f"statekeeper-table-maintain-{job.spec.name}", spec=job.spec)
     try:
         reports = [
             maintain_table(spark, job, job.output, "output", zorder_by, dry_run),
