@@ -247,6 +247,11 @@ def test_maintain_beside_a_continuous_upsert_run(tmp_path):
     run_args += ["--conf", "spark.sql.shuffle.partitions=2"]  # half the tasks, same semantics
     maintain_args = ["table", "maintain", "user_counts", "--checkpoint", str(ck)]
     maintain_args += ["--output", str(out), "--snapshot-root", str(tmp_path / "snaps"), "--json"]
+    # The maintenance's JVM gets the few partitions of the shared test session (conftest.py),
+    # as the run gets its --conf: Spark's 200 shuffle tasks by default made its two VACUUMs
+    # most of this test's minutes on two cores; the same commits, so the same race.
+    few = "--conf spark.sql.shuffle.partitions=2 --conf spark.default.parallelism=2"
+    maintain_env = {**env, "PYSPARK_SUBMIT_ARGS": f"{few} pyspark-shell"}
     land_file(0)
     run = subprocess.Popen(
         _cli(*run_args), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -265,7 +270,7 @@ def test_maintain_beside_a_continuous_upsert_run(tmp_path):
         for _ in range(MAINTENANCES):  # while files keep landing
             m = subprocess.Popen(
                 _cli(*maintain_args),
-                env=env,
+                env=maintain_env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
