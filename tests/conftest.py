@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from few_tasks import FEW_TASKS
 
 ROOT = Path(__file__).resolve().parents[1]
 TIERS = {"unit", "integration", "dags", "e2e"}
@@ -32,10 +33,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def spark():
     from spark_jobs.runtime.session import build_session
 
-    session = build_session(
-        "statekeeper-tests",
-        conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"},
-    )
+    session = build_session("statekeeper-tests", conf=FEW_TASKS)
     yield session
     session.stop()
 
