@@ -88,6 +88,15 @@ def _table(uri: str) -> list[tuple]:
     return sorted(rows, key=repr)
 
 
+def _summary_line(stdout: str) -> str:
+    """The run's one-line JSON summary: the last stdout line that is one (a JVM or library may
+    print a line of its own after it at shutdown)."""
+    for line in reversed(stdout.strip().splitlines()):
+        if line.startswith("{"):
+            return line
+    raise RuntimeError(f"no JSON summary in the run's output: {stdout.strip()[-600:]!r}")
+
+
 def _contend(
     job: str,
     where: Path,
@@ -117,7 +126,9 @@ def _contend(
                 args = ["-m", "bench.builtin_pipeline", job, builtin_input, out, ckpt]
                 args += [v for v in (others[who],) if v]
             wall, stdout = _process(args, where.parent, env)
-            last = stdout.strip().splitlines()[-1]  # run's one-line summary
+            last = _summary_line(stdout)
+            if stdout.strip().splitlines()[-1] != last:
+                print(f"  {job} {who}: after its summary: {stdout.strip()[-300:]!r}", flush=True)
             times[who].append(round(wall, 2))
             rows[who] = json.loads(last).get("input_rows")
             if r == 0 and job == "sessions":
