@@ -15,7 +15,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from few_tasks import FEW_TASKS
 
 from spark_jobs.checkpoints.restore import restore
 from spark_jobs.checkpoints.roots import Target
@@ -248,11 +247,6 @@ def test_maintain_beside_a_continuous_upsert_run(tmp_path):
     run_args += ["--conf", "spark.sql.shuffle.partitions=2"]  # half the tasks, same semantics
     maintain_args = ["table", "maintain", "user_counts", "--checkpoint", str(ck)]
     maintain_args += ["--output", str(out), "--snapshot-root", str(tmp_path / "snaps"), "--json"]
-    # The maintenance's JVM gets the few tasks of the shared test session (few_tasks.py), as the
-    # run gets its --conf: Spark's defaults (200 shuffle tasks, 10000 for VACUUM's listing) made
-    # its two VACUUMs most of this test's minutes on two cores; the same commits, the same race.
-    few = " ".join(f"--conf {k}={v}" for k, v in FEW_TASKS.items())
-    maintain_env = {**env, "PYSPARK_SUBMIT_ARGS": f"{few} pyspark-shell"}
     land_file(0)
     run = subprocess.Popen(
         _cli(*run_args), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -271,7 +265,7 @@ def test_maintain_beside_a_continuous_upsert_run(tmp_path):
         for _ in range(MAINTENANCES):  # while files keep landing
             m = subprocess.Popen(
                 _cli(*maintain_args),
-                env=maintain_env,
+                env=env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
