@@ -5,14 +5,18 @@ would write with Spark's built-ins, in one run.
 ``python -m bench.freshness`` (or ``python -m bench --only freshness``) starts, per input, each
 contender as a whole process as a user starts it, one at a time (each alone on the machine, as
 a user runs one job, on its own copy of the input: a landing folder or a topic of the same
-local broker; ``--together``: both at once on the same input, each then gets about one core):
+local broker; ``--together``: all at once on the same input, sharing the cores):
 
 - ours: ``python -m spark_jobs run user_counts --trigger processing-time:1s`` (the landing folder
   as ``--input``; for Kafka a spec naming the topic, ``STATEKEEPER_SPECS``);
 - built-in: ``python -m bench.freshness_builtin ...``: Spark's JSON reader with the kind's schema
   (or the Kafka source + ``from_json``), per-user counts (streaming aggregation, update mode,
   RocksDB, the spec's shuffle partitions), ``foreachBatch`` MERGE into a Delta table with the
-  same columns, 1 s trigger.
+  same columns, 1 s trigger;
+- built-in, exactly once (``built-in+txn``): the same, each MERGE with Delta's documented
+  idempotent-write pair (``txnAppId``/``txnVersion``), the guarantee ours gives: the same work.
+  A MERGE without it adds a batch replayed after a crash twice; with it, Delta rebuilds the
+  table's snapshot state once per new table version to answer the check (a Spark job).
 
 Then every ``--every`` seconds it lands a file (written beside the folder, moved in whole), or
 produces the same lines to a local broker's topic, holding a marker: a user id no other line has.
@@ -45,6 +49,8 @@ from spark_jobs.contract import paths
 
 BACKGROUND_USERS = 30
 EVENT_TYPES = ("page_view", "checkout", "purchase")
+EXACTLY_ONCE = "built-in+txn"
+CONTENDERS = ("ours", "built-in", EXACTLY_ONCE)  # run in this order, one at a time
 PARTS = ("latestOffset", "getBatch", "queryPlanning", "addBatch", "walCommit", "commitOffsets")
 
 
@@ -137,8 +143,9 @@ def start_ours(run: Path, inp: str | None, trigger: str, specs: Path | None) -> 
     return _start(args, run.with_suffix(".log"), specs)
 
 
-def start_builtin(run: Path, inp: str, trigger: str) -> subprocess.Popen:
+def start_builtin(run: Path, inp: str, trigger: str, exactly_once: bool) -> subprocess.Popen:
     args = ["-m", "bench.freshness_builtin", inp, str(run / "out"), str(run / "ckpt"), trigger]
+    args += ["exactly-once" if exactly_once else "plain"]
     return _start(args, run.with_suffix(".log"))
 
 
@@ -203,10 +210,10 @@ def _stop(procs: list[subprocess.Popen]) -> None:
 
 
 def one_input(kind: str, work: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
-    """Both contenders on one input (``files`` or ``kafka``), then their figures: one at a time
+    """Every contender on one input (``files`` or ``kafka``), then their figures: one at a time
     (each alone on the machine, as a user runs one job; its own landing folder or topic, the
-    same marker schedule), or with ``--together`` both at once on the same input."""
-    runs = {"ours": work / kind / "ours", "built-in": work / kind / "builtin"}
+    same marker schedule), or with ``--together`` all at once on the same input."""
+    runs = {n: work / kind / n.replace("-", "").replace("+", "-") for n in CONTENDERS}
     for r in runs.values():
         r.mkdir(parents=True)
     home = work / kind / "broker"
@@ -252,7 +259,7 @@ def _contend(
             if name == "ours":
                 procs.append(start_ours(run, None if specs else inp, args.trigger, specs))
             else:
-                procs.append(start_builtin(run, inp, args.trigger))
+                procs.append(start_builtin(run, inp, args.trigger, name == EXACTLY_ONCE))
         return _feed(send, runs, procs, args.warm_up + args.files, args)
     finally:
         _stop(procs)
@@ -291,7 +298,7 @@ def _feed(
     total: int,
     args: argparse.Namespace,
 ) -> dict[str, float]:
-    """Marker 0, until both tables show it (start-up), then one marker every ``--every`` s;
+    """Marker 0, until every table shows it (start-up), then one marker every ``--every`` s;
     the landed (or acknowledged) wall time of each."""
     tables = [Visible(r / "out") for r in runs.values()]
     landed: dict[str, float] = {}
@@ -306,7 +313,7 @@ def _feed(
             if all(m in t.seen for t in tables):
                 return
             time.sleep(0.2)
-        raise RuntimeError(f"marker {m} not in both tables within {timeout:g} s")
+        raise RuntimeError(f"marker {m} not in every table within {timeout:g} s")
 
     send(0, args.events)
     landed[marker(0)] = time.time()
@@ -333,14 +340,14 @@ def table(rows: list[dict[str, Any]], args: argparse.Namespace | None = None) ->
     lines = [
         "",
         head + " (target p50 <= 1.5 s, p95 <= 3 s) ==",
-        f"{'input':<7}{'run':<10}{'markers':>9}{'p50 s':>7}{'p95 s':>7}{'max s':>7}"
+        f"{'input':<7}{'run':<14}{'markers':>9}{'p50 s':>7}{'p95 s':>7}{'max s':>7}"
         f"{'batch s':>9}{'nothing-due s':>15}   data batch parts p50 s",
     ]
     for r in rows:
         nd = r["nothing_due_p50"]
         parts = " ".join(f"{k}={v}" for k, v in r["parts_p50"].items())
         lines.append(
-            f"{r['input']:<7}{r['name']:<10}{r['markers']:>5}/{r['of']:<3}{r['p50']:>7}"
+            f"{r['input']:<7}{r['name']:<14}{r['markers']:>5}/{r['of']:<3}{r['p50']:>7}"
             f"{r['p95']:>7}{r['max']:>7}{r['batch_p50']:>9}"
             f"{('-' if nd is None else nd):>15}   {parts}"
         )
@@ -357,7 +364,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--events", type=int, default=20, help="background lines per marker")
     parser.add_argument("--trigger", default="1s")
     parser.add_argument(
-        "--together", action="store_true", help="both contenders at once (default: in turn)"
+        "--together", action="store_true", help="every contender at once (default: in turn)"
     )
     parser.add_argument("--work", default=None, help="default .data/bench/freshness")
     args = parser.parse_args(argv)
@@ -369,7 +376,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     for kind in args.inputs.split(","):
         how = "at once" if args.together else "one at a time"
-        print(f"freshness: {kind}, ours and built-in {how}; work in {work}", flush=True)
+        print(f"freshness: {kind}, {', '.join(CONTENDERS)} {how}; work in {work}", flush=True)
         rows += one_input(kind, work, args)
     print(table(rows, args), flush=True)
     out = {"params": vars(args), "rows": rows}

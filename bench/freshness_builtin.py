@@ -1,9 +1,12 @@
-"""``python -m bench.freshness_builtin INPUT OUTPUT CHECKPOINT TRIGGER``: the continuous
+"""``python -m bench.freshness_builtin INPUT OUTPUT CHECKPOINT TRIGGER [exactly-once]``: the continuous
 ``user_counts`` a user would write with Spark's built-ins, as a whole process, for
 :mod:`bench.freshness`: Spark's JSON reader with the kind's schema (or the Kafka source and
 ``from_json`` for a ``kafka://HOST:PORT/TOPIC`` input), per-user counts (streaming aggregation,
 update mode, the spec's RocksDB and shuffle partitions), ``foreachBatch`` MERGE into a Delta table
-with the job's columns, a processing-time trigger. Runs until SIGTERM. Its batches' progress goes
+with the job's columns, a processing-time trigger. With ``exactly-once``, each MERGE carries
+Delta's idempotent-write pair (``txnAppId`` = the query's id, ``txnVersion`` = the batch id, the
+pattern Delta documents for ``foreachBatch``), so a batch replayed after a crash is not added
+twice: the guarantee ``run`` gives, and the same Delta check it pays for. Runs until SIGTERM. Its batches' progress goes
 to ``builtin-progress.jsonl`` beside the checkpoint (the bench's instrument)."""
 
 from __future__ import annotations
@@ -17,8 +20,15 @@ JOB = "user_counts"
 BUILTIN_PROGRESS = "builtin-progress.jsonl"  # beside the built-in's checkpoint
 
 
-def main(inp: str, out: str, ckpt: str, trigger: str) -> int:
-    """The pipeline a user would write: read, count per user, MERGE each batch into Delta."""
+TXN_APP_ID = "spark.databricks.delta.write.txnAppId"  # MERGE reads the pair from the session
+TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+
+
+def main(inp: str, out: str, ckpt: str, trigger: str, mode: str = "plain") -> int:
+    """The pipeline a user would write: read, count per user, MERGE each batch into Delta
+    (``mode`` ``exactly-once``: idempotent per batch, as Delta documents it)."""
+    if mode not in ("plain", "exactly-once"):
+        raise SystemExit(f"mode must be plain or exactly-once, not {mode!r}")
     from delta.tables import DeltaTable
     from pyspark.sql import functions as F
     from pyspark.sql.streaming import StreamingQueryListener
@@ -55,7 +65,12 @@ def main(inp: str, out: str, ckpt: str, trigger: str) -> int:
     )
     spark.createDataFrame([], SCHEMA).write.format("delta").mode("append").save(out)
 
-    def upsert(batch: Any, _batch_id: int) -> None:
+    query: list[Any] = []  # the started query, for its id
+
+    def upsert(batch: Any, batch_id: int) -> None:
+        if mode == "exactly-once":
+            spark.conf.set(TXN_APP_ID, str(query[0].id))
+            spark.conf.set(TXN_VERSION, str(batch_id))
         table = DeltaTable.forPath(spark, out).alias("t")
         merge = table.merge(batch.alias("s"), "t.user_id = s.user_id")
         merge.whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
@@ -84,6 +99,7 @@ def main(inp: str, out: str, ckpt: str, trigger: str) -> int:
         .foreachBatch(upsert)
         .start()
     )
+    query.append(q)
     signal.signal(signal.SIGTERM, lambda *_: q.stop())
     q.awaitTermination()
     return 0

@@ -67,3 +67,13 @@ def test_summary_row_names_both_targets() -> None:
     assert "p50 <= 1.5 s" in text
     assert "files  ours" in text
     assert "addBatch=0.5" in text
+
+
+def test_the_exactly_once_built_in_is_a_contender_and_a_mode_is_checked() -> None:
+    # The built-in doing the same work as ours (Delta's idempotent MERGE) runs beside the plain
+    # one; a mistyped mode is refused before Spark starts, not run as the plain pipeline.
+    from bench import freshness_builtin
+
+    assert freshness.CONTENDERS == ("ours", "built-in", freshness.EXACTLY_ONCE)
+    with pytest.raises(SystemExit, match="exactly-once"):
+        freshness_builtin.main("in", "out", "ckpt", "1s", "exactly_once")
