@@ -62,11 +62,14 @@ def _process(
     """``python ARGS`` as a user starts it, from the project root: (wall seconds, its stdout).
     A non-zero exit raises, with the end of its stderr."""
     root = paths.project_root()
+    # the run's folders are roots, as an operator adds theirs: work, and the input it is given
+    given = [args[i + 1] for i, a in enumerate(args[:-1]) if a == "--input"]
+    inputs = [Path(v).parent for v in given if "://" not in v]
     env = {
         **os.environ,
         "PYTHONPATH": f"{root}:{root / 'plugins'}",
         "STATEKEEPER_HOME": str(root),
-        "STATEKEEPER_CHECKPOINT_ROOTS": str(work),
+        **paths.roots_env(work, *inputs),
         **(extra_env or {}),
     }
     started = time.perf_counter()

@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from spark_jobs.contract import paths
+
 ROOT = Path(__file__).resolve().parents[1]
 KIND = {"sessions": "clickstream", "fraud_alerts": "auth", "user_counts": "clickstream"}
 
@@ -34,7 +36,7 @@ def run(checkout: Path, job: str, land: Path, work: Path) -> tuple[float, dict]:
         "PYTHONPATH": f"{checkout}:{checkout / 'plugins'}",
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
-        "STATEKEEPER_CHECKPOINT_ROOTS": str(work),  # the run's checkpoint lives under work
+        **paths.roots_env(work, land.parent),  # the run's folders, as an operator adds theirs
     }
     args = [
         sys.executable,

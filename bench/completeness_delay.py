@@ -98,7 +98,7 @@ def start_run(job: str, work: Path, land_dir: Path, trigger: str) -> subprocess.
         **os.environ,
         "PYTHONPATH": f"{root}:{root / 'plugins'}",
         "STATEKEEPER_HOME": str(root),
-        "STATEKEEPER_CHECKPOINT_ROOTS": str(work),
+        **paths.roots_env(work, land_dir.parent),
     }
     args = [
         sys.executable,

@@ -114,7 +114,7 @@ def _env(run: Path, specs: Path | None) -> dict[str, str]:
     root = paths.project_root()
     env = {
         **os.environ,
-        "STATEKEEPER_CHECKPOINT_ROOTS": str(run.parent),
+        **paths.roots_env(run.parent),  # its landing folder, table and checkpoint live here
         "PYTHONPATH": f"{root}:{root / 'plugins'}",
         "STATEKEEPER_HOME": str(root),
         "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON") or sys.executable,

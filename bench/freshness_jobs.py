@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> str:
     import os
 
     os.environ["STATEKEEPER_SPECS"] = str(specs)
-    os.environ["STATEKEEPER_CHECKPOINT_ROOTS"] = str(work)
+    os.environ.update(paths.roots_env(work))  # its landing folder, table and checkpoint
     batches: list[dict[str, Any]] = []
     _instrument(batches)
     from spark_jobs.cli import main as cli

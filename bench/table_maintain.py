@@ -29,6 +29,8 @@ from typing import Any
 
 import yaml
 
+from spark_jobs.contract import paths
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -135,8 +137,7 @@ def _env(work: Path) -> dict[str, str]:
         **os.environ,
         "PYTHONPATH": f"{ROOT}:{ROOT / 'plugins'}",
         "STATEKEEPER_SPECS": str(_spec_folder(work)),
-        **{f"STATEKEEPER_{k}_ROOTS": str(work) for k in ("CHECKPOINT", "TABLE", "LANDING")},
-        "STATEKEEPER_SNAPSHOT_ROOTS": str(work),
+        **paths.roots_env(work),
     }
 
 

@@ -10,8 +10,12 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from spark_jobs.contract.errors import ExitCode, UserError
+
+if TYPE_CHECKING:
+    from spark_jobs.contract.spec import JobSpec
 
 # Packages that add their own subcommands through ``register(subparsers)``.
 SUBCOMMAND_MODULES = (
@@ -53,18 +57,34 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def confine_options(spec: JobSpec, args: argparse.Namespace) -> None:
+    """``run``'s paths held to the rule the DAG guard applies to the same params (one rule,
+    :func:`spark_jobs.contract.confine.given_path`): each ``--input`` inside a landing root, the
+    ``--output`` inside a tables root, the ``--checkpoint`` inside a checkpoint root; the spec's
+    own paths always pass."""
+    from spark_jobs.contract.confine import given_path
+
+    for value in args.input or ():
+        kind, sep, uri = value.partition("=")
+        named = sep and "://" not in kind and "/" not in kind  # KIND=URI
+        given_path("input", uri if named else value, own=tuple(spec.inputs.values()))
+    if args.output:
+        given_path("output", args.output, own=(spec.output,))
+    if args.checkpoint:
+        given_path(
+            "checkpoint", args.checkpoint, what="checkpoint"
+        )  # the checkpoint commands' line
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from spark_jobs.contract.durations import parse_seconds
     from spark_jobs.contract.spec import load_spec
 
-    spec = load_spec(args.job).with_overrides(
+    declared = load_spec(args.job)
+    confine_options(declared, args)
+    spec = declared.with_overrides(
         input=args.input, output=args.output, checkpoint=args.checkpoint, trigger=args.trigger
     )
-    if args.checkpoint:
-        from spark_jobs.contract.confine import checkpoint_path
-
-        # The rule every checkpoint command and the DAGs apply: one run writes is one they accept.
-        checkpoint_path(args.checkpoint)
     run_for = parse_seconds(args.run_for, "--run-for") if args.run_for else None
     if run_for is not None and run_for <= 0:
         raise UserError("--run-for must be positive")
@@ -112,9 +132,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--input",
         action="append",
         metavar="URI",
-        help="landing folder (KIND=URI for a job with several inputs)",
+        help="landing folder (KIND=URI for a job with several inputs), under a landing root "
+        "(.data/landing or $STATEKEEPER_LANDING_ROOTS) unless it is the spec's own, or a "
+        "kafka:// topic on the spec's cluster",
     )
-    sp.add_argument("--output", metavar="URI", help="the Delta table to write")
+    sp.add_argument(
+        "--output",
+        metavar="URI",
+        help="the Delta table to write, under a tables root (.data/tables or "
+        "$STATEKEEPER_TABLE_ROOTS) unless it is the spec's own",
+    )
     sp.add_argument(
         "--checkpoint",
         metavar="URI",

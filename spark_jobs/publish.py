@@ -273,6 +273,11 @@ def _replace(spark: Any, job: str, rows: Any, live: str) -> str:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
+    if args.output:  # the live table written: the rule the DAG guard applies to its param
+        from spark_jobs.contract.confine import given_path
+        from spark_jobs.contract.spec import load_spec
+
+        given_path("output", args.output, own=(load_spec(args.job).output,))
     result = publish(
         args.job,
         args.staged,

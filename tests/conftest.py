@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from added_roots import ROOTS_ADDED
 from few_tasks import FEW_TASKS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,6 +28,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(
             f"tests without a tier marker ({', '.join(sorted(TIERS))}): {', '.join(unmarked[:5])}"
         )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _test_folders_are_roots(tmp_path_factory: pytest.TempPathFactory):
+    """Every test's own folder is a landing and a tables root, as a deployment adds its volumes:
+    the commands hold ``--input`` and ``--output`` to those roots (the DAG guard's rule), and a
+    test keeps its landing folders and tables under its ``tmp_path``. A test of the rule itself
+    sets the variables it needs (monkeypatch wins over this); the checkpoint roots stay each
+    test's own business."""
+    base = str(tmp_path_factory.getbasetemp())
+    saved = {v: os.environ.get(v) for v in ROOTS_ADDED}
+    for var in ROOTS_ADDED:
+        os.environ[var] = ":".join(x for x in (os.environ.get(var), base) if x)
+    yield
+    for var, value in saved.items():
+        if value is None:
+            os.environ.pop(var, None)
+        else:
+            os.environ[var] = value
 
 
 @pytest.fixture(scope="session")

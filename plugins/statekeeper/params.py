@@ -4,8 +4,9 @@ A param typed into the Trigger form is run by the worker with the worker's right
 ``output``, ``checkpoint`` and ``tables_root`` may only name folders under the roots that
 ``spark_jobs.contract.paths.roots`` lists (``<data>/landing``, ``<data>/tables``,
 ``<data>/checkpoints``, plus ``$STATEKEEPER_LANDING_ROOTS`` / ``$STATEKEEPER_TABLE_ROOTS`` /
-``$STATEKEEPER_CHECKPOINT_ROOTS``); a ``checkpoint`` is held to the very rule the commands apply
-(``spark_jobs.contract.confine``), so one the guard lets through is one the run accepts. Every
+``$STATEKEEPER_CHECKPOINT_ROOTS``), by the very rule the commands apply to their options
+(``spark_jobs.contract.confine.given_path``), so a path the guard lets through is one the command
+accepts. Every
 operator that uses them checks first, so a task run alone (cleared, retried) refuses too, and the
 refusal fails the task without retries.
 
@@ -21,18 +22,8 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException
 
-from spark_jobs.contract import paths
 from spark_jobs.contract.errors import UserError
 from spark_jobs.contract.kafka import is_kafka
-
-# param -> (kind of root, whether the root itself is allowed). An input may be a landing root
-# (a multi-input job reads one folder per kind under it) and tables_root holds <job> tables.
-PATH_PARAMS: dict[str, tuple[str, bool]] = {
-    "input": ("landing", True),
-    "output": ("tables", False),
-    "checkpoint": ("checkpoints", False),
-    "tables_root": ("tables", True),
-}
 
 
 class ParamOutsideRoots(AirflowFailException):
@@ -49,8 +40,10 @@ def rendered(value: Any) -> str | None:
 def check_path_params(context: Any, job: str | None = None) -> None:
     """Refuse (one line) when a path param of this run lies outside its roots, or its ``input``
     names a Kafka cluster that ``job``'s spec (else the ``job`` param's) does not."""
+    from spark_jobs.contract.confine import PATH_OPTIONS, given_path  # not at DAG parse time
+
     params = (context or {}).get("params") or {}
-    for name, (kind, allow_root) in PATH_PARAMS.items():
+    for name in PATH_OPTIONS:  # the commands' options' rule, param for param
         value = rendered(params.get(name))
         if value is None:
             continue  # empty: the spec's own path
@@ -59,23 +52,10 @@ def check_path_params(context: Any, job: str | None = None) -> None:
             # task that runs a job names it, and the job's own `run` applies the rule again.
             _check_kafka_input(value, job or rendered(params.get("job")))
             continue
-        if name == "checkpoint":
-            _check_checkpoint(value)
-            continue
-        why = paths.outside_roots(value, kind, allow_root=allow_root)
-        if why:
-            raise ParamOutsideRoots(f"param {name}: {why}; nothing was submitted")
-
-
-def _check_checkpoint(value: str) -> None:
-    """The rule ``run --checkpoint`` and every checkpoint command apply (the specs' own
-    checkpoint folders count as roots; a table is no checkpoint), with their reason."""
-    from spark_jobs.contract.confine import checkpoint_path
-
-    try:
-        checkpoint_path(value, what="param checkpoint:")
-    except UserError as exc:
-        raise ParamOutsideRoots(f"{exc}; nothing was submitted") from None
+        try:
+            given_path(name, value, what=f"param {name}:")
+        except UserError as exc:
+            raise ParamOutsideRoots(f"{exc}; nothing was submitted") from None
 
 
 def _check_kafka_input(uri: str, job: str | None) -> None:

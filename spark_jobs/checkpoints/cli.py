@@ -36,7 +36,12 @@ def _target(args: argparse.Namespace) -> roots.Target:
         if job and job != given:
             raise UserError(f"two jobs named: {given} and --job {job}")
         job = given
-    return roots.resolve(job, checkpoint, args.snapshot_root or None)
+    target = roots.resolve(job, checkpoint, args.snapshot_root or None)
+    if getattr(args, "output", None):  # restore and rollback put this table back: a write
+        from spark_jobs.contract.confine import given_path
+
+        given_path("output", args.output, own=(target.spec.output,) if target.spec else ())
+    return target
 
 
 def _emit(args: argparse.Namespace, data: Any, text: str) -> None:

@@ -1,9 +1,12 @@
-"""Where a checkpoint may be: the one rule that ``run --checkpoint``, every ``checkpoint`` and
-``table`` command, ``publish`` and the DAGs' ``checkpoint`` param apply alike, so a folder the
-guard lets through is one the run accepts.
+"""Where a path someone gives may point: the one rule that the commands' options (``run --input
+/--output/--checkpoint``, every ``checkpoint`` and ``table`` command, ``publish``, ``upgrade``)
+and the DAGs' params apply alike, so a path the DAG guard lets through is one the command accepts
+(:data:`PATH_OPTIONS`, :func:`given_path`). A landing folder or a table must lie inside a root of
+its kind (:func:`spark_jobs.contract.paths.roots`); a job's own paths, from its spec, are its
+operator's configuration and always allowed.
 
-A path is resolved as a spec path is (:func:`spark_jobs.contract.paths.given`), then must lie
-strictly inside a checkpoint root: ``<data>/checkpoints``, ``<data>/backfill`` (a backfill's own
+A checkpoint is resolved as a spec path is (:func:`spark_jobs.contract.paths.given`), then must
+lie strictly inside a checkpoint root: ``<data>/checkpoints``, ``<data>/backfill`` (a backfill's own
 checkpoint), the folders listed in ``$STATEKEEPER_CHECKPOINT_ROOTS``, and the folders holding the
 job specs' own checkpoints. A path outside (``..``, a symlink, a typo'd absolute path) is refused
 with the same line whoever was given it, before anything is read or written. Inside a root, a
@@ -17,6 +20,7 @@ from pathlib import Path
 
 from spark_jobs.contract import delta, paths
 from spark_jobs.contract.errors import UserError
+from spark_jobs.contract.kafka import is_kafka
 from spark_jobs.contract.spec import load_all
 
 
@@ -67,6 +71,37 @@ def check_is_checkpoint(ck: str, what: str = "checkpoint") -> None:
     for folder in (local, *local.parents):
         if delta.exists(str(folder)):
             raise UserError(f"{what} {ck} is inside the Delta table {folder}, not a checkpoint")
+
+
+# option or param -> (kind of root, whether the root itself is allowed). An input may be a
+# landing root (a multi-input job reads one folder per kind under it); tables_root holds <job>
+# tables; a checkpoint is held to checkpoint_path's rule.
+PATH_OPTIONS: dict[str, tuple[str, bool]] = {
+    "input": ("landing", True),
+    "output": ("tables", False),
+    "checkpoint": ("checkpoints", False),
+    "tables_root": ("tables", True),
+}
+
+
+def given_path(name: str, uri: str, what: str | None = None, own: tuple[str, ...] = ()) -> str:
+    """``uri`` given as option or param ``name`` (a key of :data:`PATH_OPTIONS`), resolved and
+    normalised, if its rule lets it through; else a one-line refusal starting with ``what`` (by
+    default ``--name``). ``own``: the job's own paths of this kind (its spec's), always allowed.
+    A ``kafka://`` input is the spec's business (``contract.kafka.check_cluster``)."""
+    what = what or f"--{name.replace('_', '-')}"
+    if name == "checkpoint":
+        return checkpoint_path(uri, what)
+    if name == "input" and is_kafka(uri):
+        return uri
+    resolved = paths.given(uri)
+    if resolved in {paths.given(o) for o in own if not is_kafka(o)}:
+        return resolved
+    kind, allow_root = PATH_OPTIONS[name]
+    why = paths.outside_roots(uri, kind, allow_root=allow_root)
+    if why:
+        raise UserError(f"{what} {why}")
+    return resolved
 
 
 def checkpoint_path(uri: str, what: str = "checkpoint") -> str:

@@ -84,10 +84,11 @@ def resolve(uri: str) -> str:
 # The roots: the folders a path given by someone (a DAG param, a command's option) may name, per
 # kind of path. Each is ``<data>/<folder>`` for its folders plus the folders listed in its
 # environment variable (``:``-separated, e.g. a mounted volume or a bucket URL). Checkpoints: the
-# live ones and a backfill's own (``<data>/backfill/<job>/<key>/checkpoint``).
+# live ones and a backfill's own (``<data>/backfill/<job>/<key>/checkpoint``); tables: the live
+# ones and a backfill's staged table beside its checkpoint (``<data>/backfill/<job>/<key>/table``).
 ROOTS: dict[str, tuple[tuple[str, ...], str]] = {
     "landing": (("landing",), "STATEKEEPER_LANDING_ROOTS"),
-    "tables": (("tables",), "STATEKEEPER_TABLE_ROOTS"),
+    "tables": (("tables", "backfill"), "STATEKEEPER_TABLE_ROOTS"),
     "checkpoints": (("checkpoints", "backfill"), "STATEKEEPER_CHECKPOINT_ROOTS"),
     "snapshots": (("snapshots",), "STATEKEEPER_SNAPSHOT_ROOTS"),
 }
@@ -99,6 +100,14 @@ def roots(kind: str) -> list[str]:
     # ``:``-separated, but the ``:`` of ``scheme://`` does not separate.
     extra = [r for r in re.split(r":(?!//)", os.environ.get(env, "")) if r.strip()]
     return list(dict.fromkeys([*(str(data_dir() / f) for f in folders), *extra]))
+
+
+def roots_env(*folders: str | Path) -> dict[str, str]:
+    """The environment that makes ``folders`` roots of every kind, as an operator adds a mounted
+    volume: for runs that keep their landing folders, tables and checkpoints in a folder of their
+    own (a bench's work folder, a test's)."""
+    joined = ":".join(str(f) for f in folders)
+    return {env: joined for _, env in ROOTS.values()}
 
 
 def normalise(uri: str) -> str:

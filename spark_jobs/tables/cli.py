@@ -23,7 +23,9 @@ def cmd_maintain(args: argparse.Namespace) -> int:
     assert target.spec is not None  # resolved from a job name
     output = target.spec.output
     if args.output:
-        output = paths.confine(args.output, "tables", "--output")
+        from spark_jobs.contract.confine import given_path
+
+        output = given_path("output", args.output, own=(target.spec.output,))
     if paths.given(output) == paths.given(target.checkpoint):
         raise UserError(f"--output {output} is the checkpoint; name the job's Delta table")
     job = Job(target.spec, target.checkpoint, target.snapshot_root, output)

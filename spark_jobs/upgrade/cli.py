@@ -8,7 +8,6 @@ import argparse
 import json
 from typing import Any
 
-from spark_jobs.contract import paths
 from spark_jobs.contract.errors import UserError
 
 
@@ -18,9 +17,13 @@ def _target(args: argparse.Namespace) -> Any:
 
     if looks_like_path(args.job):
         raise UserError(f"upgrade {args.command_name} needs a job name, not {args.job}")
+    target = roots.resolve(args.job, args.checkpoint or None)
     if args.output:  # held to the tables roots, as every command's table option is
-        args.output = paths.confine(args.output, "tables", "--output")
-    return roots.resolve(args.job, args.checkpoint or None)
+        from spark_jobs.contract.confine import given_path
+
+        own = (target.spec.output,) if target.spec else ()
+        args.output = given_path("output", args.output, own=own)
+    return target
 
 
 def _public(d: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import os
 import time
 
 import pytest
+from added_roots import ROOTS_ADDED
 from airflow_env import airflow_env
 
 pytestmark = pytest.mark.dags
@@ -20,6 +21,8 @@ def data(airflow_home, tmp_path, monkeypatch):
     for k, v in airflow_env(airflow_home, tmp_path / "data").items():
         if k != "PATH" and os.environ.get(k) != v:
             monkeypatch.setenv(k, v)
+    for k in ROOTS_ADDED:  # only the data folder's roots: these tests are of the rule itself
+        monkeypatch.delenv(k, raising=False)
     return tmp_path / "data"
 
 

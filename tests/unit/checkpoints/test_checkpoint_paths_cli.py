@@ -47,8 +47,9 @@ def _table_written_by_another_query(table: Path) -> None:
 
 def test_run_refuses_the_checkpoint_the_checkpoint_commands_refuse_with_the_same_line(tmp_path):
     ck = str(tmp_path / "elsewhere" / "ck")
-    land, out = tmp_path / "land", tmp_path / "data" / "tables" / "dedup_events"
-    land.mkdir()
+    land = tmp_path / "data" / "landing" / "clickstream"  # under the roots, as the table is
+    out = tmp_path / "data" / "tables" / "dedup_events"
+    land.mkdir(parents=True)
     _table_written_by_another_query(out)
     run = ["run", "dedup_events", "--input", str(land), "--output", str(out)]
     answers = [

@@ -131,8 +131,17 @@ def test_fingerprint_changes_with_what_state_depends_on():
         (["run", "nope"], "unknown job 'nope'"),
         (["run", "sessions", "--bogus"], "unrecognized arguments"),
         (["run", "sessions", "--trigger", "never"], "unknown trigger"),
-        (["run", "sessions", "--input", "/definitely/not/here"], "does not exist"),
-        (["run", "sessions", "--conf", "novalue", "--input", "/tmp"], "must be key=value"),
+        (["run", "sessions", "--input", ".data/landing/not-here"], "does not exist"),
+        (["run", "sessions", "--conf", "novalue"], "must be key=value"),
+        # run's paths are held to the roots the DAG guard holds the same params to
+        (["run", "sessions", "--input", "/etc"], "--input /etc is outside the landing roots"),
+        (["run", "sessions", "--output", "/etc/x"], "--output /etc/x is outside the tables roots"),
+        (["run", "sessions", "--output", ".data/tables"], "outside the tables roots"),  # a root
+        (["publish", "sessions", "--staged", "s", "--key", "k", "--output", "/x"], "tables roots"),
+        (
+            ["checkpoint", "rollback", "sessions", "--to-batch", "0", "--output", "/x"],
+            "tables roots",
+        ),
         (
             ["generate", "clickstream", "--out", "/tmp/x", "--events", "5", "--bad-rate", "2"],
             "between 0 and 1",

@@ -76,3 +76,34 @@ def test_a_specs_own_checkpoint_folder_is_taken_by_both(data, tmp_path, monkeypa
     replay = str(own / "sessions-replay")
     assert _command(replay, capsys) == (0, "")
     assert _guard(replay) is None
+
+
+ROOTS_VAR = {"tables": "STATEKEEPER_TABLE_ROOTS", "landing": "STATEKEEPER_LANDING_ROOTS"}
+
+
+@pytest.mark.parametrize("name,kind", [("output", "tables"), ("input", "landing")])
+def test_run_and_the_guard_hold_input_and_output_to_one_rule(
+    data, tmp_path, monkeypatch, capsys, name, kind
+):
+    # run --input/--output and the DAG param of the same name: refused alike outside the roots,
+    # taken alike once the operator adds the folder as a root.
+    from spark_jobs.cli import main
+    from statekeeper.params import ParamOutsideRoots, check_path_params
+
+    for var in ROOTS_VAR.values():
+        monkeypatch.delenv(var, raising=False)
+    path = str(tmp_path / "elsewhere" / "x")
+    code = main(["run", "sessions", f"--{name}", path])
+    reason = capsys.readouterr().err.strip().removeprefix("statekeeper: ")
+    assert code == 2 and reason.startswith(f"--{name} {path} is outside the {kind} roots")
+    with pytest.raises(ParamOutsideRoots) as err:
+        check_path_params({"params": {name: path}})
+    assert (
+        str(err.value)
+        == f"param {name}: {reason.removeprefix(f'--{name} ')}; nothing was submitted"
+    )
+
+    monkeypatch.setenv(ROOTS_VAR[kind], str(tmp_path / "elsewhere"))
+    check_path_params({"params": {name: path}})  # taken
+    main(["run", "sessions", f"--{name}", path])
+    assert "outside" not in capsys.readouterr().err  # past the rule (it stops later: no input)
