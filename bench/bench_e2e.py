@@ -187,37 +187,20 @@ def e2e_kafka(work: Path, events: int, keys: int, rounds: int) -> dict[str, Any]
     clickstream once from ``generate --out kafka://...``. ``run`` reads it as a spec naming the
     topic would: a copy of the job specs whose ``sessions.yaml`` input is the topic, given to
     both processes through ``$STATEKEEPER_SPECS`` (so both take the same records per batch)."""
-    import tempfile
-
     import yaml
 
-    from spark_jobs.generate import generate
-    from spark_jobs.kafka import broker
+    from bench.local_topic import clickstream_topic
 
-    tmp = Path(tempfile.mkdtemp(prefix="statekeeper-bench-e2e-kafka-"))
-    home = tmp / "broker"
-    old_data = os.environ.get("STATEKEEPER_DATA")
-    os.environ["STATEKEEPER_DATA"] = str(tmp / "data")  # generate's staging folder
-    try:
-        status = broker.up(port=broker.free_port(), home=home, timeout=180)
-        uri = f"kafka://{status.bootstrap}/clickstream"
-        generate("clickstream", uri, events, keys=keys, seed=6)
-        specs = tmp / "specs"
+    with clickstream_topic("statekeeper-bench-e2e-kafka-", events, keys, seed=6) as topic:
+        specs = topic.tmp / "specs"
         shutil.copytree(paths.specs_dir(), specs)
         spec_file = specs / "sessions.yaml"
         spec = yaml.safe_load(spec_file.read_text())
-        spec["inputs"] = {"clickstream": uri}
+        spec["inputs"] = {"clickstream": topic.uri}
         spec_file.write_text(yaml.safe_dump(spec, sort_keys=False))
         where = work / "e2e" / "sessions" / "kafka"
         env = {"STATEKEEPER_SPECS": str(specs)}
-        return _contend("sessions", where, [], uri, events, keys, rounds, env)
-    finally:
-        broker.down(home)
-        if old_data is None:
-            os.environ.pop("STATEKEEPER_DATA", None)
-        else:
-            os.environ["STATEKEEPER_DATA"] = old_data
-        shutil.rmtree(tmp, ignore_errors=True)
+        return _contend("sessions", where, [], topic.uri, events, keys, rounds, env)
 
 
 def parse(spark: Any, work: Path, events: int, rounds: int) -> dict[str, Any]:

@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import statistics
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -45,20 +42,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if args.smoke:
         args.events, args.rounds = 10_000, 1
 
+    from bench.local_topic import clickstream_topic
     from spark_jobs.contract.spec import load_spec
-    from spark_jobs.generate import generate
-    from spark_jobs.kafka import broker
     from spark_jobs.runtime.session import build_session
 
-    tmp = Path(tempfile.mkdtemp(prefix="statekeeper-bench-kafka-"))
-    home = tmp / "broker"
-    old_data = os.environ.get("STATEKEEPER_DATA")
-    os.environ["STATEKEEPER_DATA"] = str(tmp / "data")  # generate's staging folder
-    try:
-        status = broker.up(port=broker.free_port(), home=home, timeout=180)
-        uri = f"kafka://{status.bootstrap}/clickstream"
-        report = generate("clickstream", uri, args.events, keys=args.keys, seed=11)
-        folder = str(Path(report.files[0]).parent)  # the same events, as the files generate kept
+    with clickstream_topic("statekeeper-bench-kafka-", args.events, args.keys, seed=11) as topic:
+        tmp, uri = topic.tmp, topic.uri
+        folder = str(Path(topic.report.files[0]).parent)  # the same events, as generate kept
         spark = build_session("statekeeper-bench-kafka")
         base = load_spec("sessions")
         secs: dict[str, list[float]] = {"kafka": [], "files": []}
@@ -99,13 +89,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         )
         print(json.dumps(out))
         return out
-    finally:
-        broker.down(home)
-        if old_data is None:
-            os.environ.pop("STATEKEEPER_DATA", None)
-        else:
-            os.environ["STATEKEEPER_DATA"] = old_data
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
