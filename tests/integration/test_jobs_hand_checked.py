@@ -63,6 +63,28 @@ def test_sessions(spark, tmp_path):
     assert emitted == [3, 0], emitted
 
 
+def test_sessions_keeps_open_what_a_late_event_may_still_extend(spark, tmp_path):
+    # Batch 0's newest event (u3, minute 35) puts the next watermark at 25 (35 - the 10-minute
+    # delay), so u1's session (minute 0, closing at 0 + 30) is not yet due; batch 1's event of
+    # u1 at minute 28 is admitted (above 25) and extends it. Settling by the newest event alone
+    # (no delay) would emit u1's session in batch 0 and then a second one at 28.
+    land = tmp_path / "land" / "clickstream"
+    write_lines(land, "a.json", [click("a1", "u1", 0), click("c1", "u3", 35)])
+    write_lines(land, "b.json", [click("a2", "u1", 28), click("z1", "u9", 200)])
+    spec = job_spec("sessions", tmp_path, max_files_per_trigger=1)
+    run_job(
+        job_spec(
+            "sessions", tmp_path, max_files_per_trigger=1, params={**spec.params, "buckets": 1}
+        ),
+        spark=spark,
+    )
+    got = rows(spark, str(tmp_path / "out"), ["user_id", "session_start"])
+    assert [(r[0], r[2], r[3], r[4]) for r in got] == [
+        ("u1", ts(0), ts(28), 2),
+        ("u3", ts(35), ts(35), 1),
+    ]  # u9's session is still open
+
+
 def test_fraud_alerts(spark, tmp_path):
     def auth(eid, user, minute, etype="LOGIN_FAILED", ip="10.0.0.1"):
         return {
