@@ -1,15 +1,23 @@
 """Event time means event time (CONTRACTS §3): for all seven jobs, the same events (bad lines,
-duplicates and hopelessly late events included) delivered
+duplicates and hopelessly late events included), each followed by the late events and a flush far
+ahead, give identical output and quarantine tables, row for row, delivered
 
-  (a) in one arrival,
   (b) in three arrivals of two files each, overlapping by less than the watermark delay, lines
-      shuffled inside files, one batch per arrival,
-  (c) as (b) cut differently, one file per batch, with the run of the second arrival killed
-      (SIGKILL) mid-run and run again,
+      shuffled inside files: one run per arrival, one batch per run, then the late events and
+      the flush in a fourth run (state and watermark carried across runs);
+  (a) in one arrival, as a backfill of (b)'s input on a new checkpoint: (b)'s six arrival files
+      (the same files, hard-linked) in one batch, every event at once; then (b)'s late and
+      flush files in a second run; published "replace" into (b)'s live table, which it must
+      leave as it was (the backfill test);
+  (c) cut differently, one file per batch: the first two files in one run; the next two in a
+      child process killed (SIGKILL) once some jobs have committed a batch of it; then one run
+      that finishes the killed batches from the checkpoint and goes on with the last two files,
+      the late events and the flush, each in a batch of its own (a crash, recovery, and late
+      events in a batch after the watermark moved).
 
-each followed by the late events and a flush far ahead, give identical output and quarantine
-tables, row for row; for ``sessions`` and ``fraud_alerts`` they also equal a pure-Python
-reference of the contract's rule over the admitted events."""
+For ``sessions`` and ``fraud_alerts`` they also equal a pure-Python reference of the contract's
+rule over the admitted events. One module fixture does every run of the seven jobs (four at a
+time on the shared session); the tests assert on its outcome."""
 
 from __future__ import annotations
 
@@ -33,12 +41,12 @@ from spark_jobs.contract.backfill import refusal
 from spark_jobs.contract.spec import load_spec
 from spark_jobs.publish import publish_rows
 
-# The harness is one module-scoped fixture: ~10 runs of seven jobs and a killed child process.
+# The harness is one module-scoped fixture: eight runs of seven jobs and a killed child process.
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(3000)]
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-SCENARIOS = ("a", "b", "c")  # and "bf", the backfill of (b)
+SCENARIOS = ("a", "b", "c")
 
 
 def _commits(root: Path) -> int:
@@ -89,8 +97,8 @@ def outcome(spark, tmp_path_factory):
         data[job] = (lines, late, flush, delay)
     land = {(s, j): Landing(base / s / j) for s in SCENARIOS for j in JOBS}
 
-    # Files per batch differ between the scenarios too: (a) and (b) take an arrival's two files
-    # (or the late and the flush file) in one batch, (c) one file per batch.
+    # Files per batch differ between the scenarios too: (b) takes an arrival's two files (or the
+    # late and the flush file) in one batch, (a) six then two, (c) one file per batch.
     def step(scenario: str, chunks: dict[str, list[dict]], per_batch: int = 2) -> None:
         for job, cs in chunks.items():
             for c in cs:
@@ -98,55 +106,65 @@ def outcome(spark, tmp_path_factory):
         run_all([(j, land[scenario, j].root) for j in JOBS], spark, per_batch)
 
     tail = {j: [data[j][1], data[j][2]] for j in JOBS}  # the late events, then the flush
-    # (a) one arrival
-    step("a", {j: [data[j][0]] for j in JOBS})
-    step("a", tail)
-    # (b) three arrivals of two files each
+    tables = {}
+
+    def collect(scenario: str) -> None:
+        for j in JOBS:
+            out = land[scenario, j].root / "out"
+            q = spark.read.format("delta").load(str(out / "_quarantine"))
+            tables[scenario, j] = (
+                rows(spark, str(out)),
+                Counter((r.raw_line, r.reason) for r in q.select("raw_line", "reason").collect()),
+            )
+
+    # (b) three arrivals of two files each, then the tail: four runs of one batch each
     b = {j: cut(data[j][0], 6, data[j][3] / 2, rng) for j in JOBS}
     for k in range(3):
         step("b", {j: b[j][2 * k : 2 * k + 2] for j in JOBS})
     step("b", tail)
-    # a backfill of (b)'s whole input (one staged run on a new checkpoint), published "replace"
-    # into (b)'s live table
-    for j in JOBS:
-        land["bf", j] = Landing(base / "bf" / j)
-        land["bf", j].root.mkdir(parents=True)
-        (land["bf", j].root / "land").symlink_to(land["b", j].root / "land")
-    run_all([(j, land["bf", j].root) for j in JOBS], spark, files_per_batch=2)
-    live_before = {j: rows(spark, str(land["b", j].root / "out")) for j in JOBS}
-    staged = {j: rows(spark, str(land["bf", j].root / "out")) for j in JOBS}
+    collect("b")  # the live runs' own tables, before anything is published into them
+    live_before = {j: tables["b", j][0] for j in JOBS}
+
+    # (a) one arrival, as a backfill of (b)'s input on a new checkpoint: (b)'s six arrival files
+    # (hard links: the same files) in one batch, then its late and flush files in a second run
+    # (a batch whose watermark has moved: in a query's second batch Spark still admits every
+    # event, the first batch's watermark being none); then published "replace" into (b)
+    def link(files: slice) -> None:
+        for j in JOBS:
+            for kind in (land["b", j].root / "land").iterdir():
+                to = land["a", j].root / "land" / kind.name
+                to.mkdir(parents=True, exist_ok=True)
+                for f in sorted(kind.glob("part-*.json"))[files]:
+                    os.link(f, to / f.name)
+        run_all([(j, land["a", j].root) for j in JOBS], spark, files_per_batch=6)
+
+    link(slice(0, 6))
+    link(slice(6, 8))
+    collect("a")
     for j in JOBS:
         if refusal(j, "replace") is None:
             publish_rows(
                 spark,
                 j,
-                str(land["bf", j].root / "out"),
+                str(land["a", j].root / "out"),
                 str(land["b", j].root / "out"),
                 "replace",
                 f"invariance-{j}",
             )
-    # (c) cut differently; the second arrival's run is killed mid-run, then run again
+    # (c) cut differently, one file per batch; the second arrival's run is killed mid-run, then
+    # run again with the third arrival and the tail landed meanwhile
     c = {j: cut(data[j][0], 6, data[j][3] / 2, rng) for j in JOBS}
     step("c", {j: c[j][0:2] for j in JOBS}, 1)
     for j in JOBS:
         for chunk in c[j][2:4]:
             land["c", j].land(chunk)
     killed_at = _kill_mid_run([(j, land["c", j].root) for j in JOBS], base / "plan.json")
-    step("c", {j: [] for j in JOBS}, 1)  # the same arrival, run again
-    step("c", {j: c[j][4:6] for j in JOBS}, 1)
-    step("c", tail, 1)
+    step("c", {j: [*c[j][4:6], *tail[j]] for j in JOBS}, 1)
+    collect("c")
 
-    tables = {}
-    for s in SCENARIOS:
-        for j in JOBS:
-            out = land[s, j].root / "out"
-            q = spark.read.format("delta").load(str(out / "_quarantine"))
-            tables[s, j] = (
-                rows(spark, str(out)),
-                Counter((r.raw_line, r.reason) for r in q.select("raw_line", "reason").collect()),
-            )
     backfill = {
-        j: (staged[j], live_before[j], rows(spark, str(land["b", j].root / "out"))) for j in JOBS
+        j: (tables["a", j][0], live_before[j], rows(spark, str(land["b", j].root / "out")))
+        for j in JOBS
     }
     roots = {key: landing.root for key, landing in land.items()}
     return {
