@@ -21,7 +21,7 @@ from spark_jobs.io import key_metrics
 from spark_jobs.jobs import keyed
 from spark_jobs.jobs.declaration import Duration, JobDef, StateRule
 from spark_jobs.state import buckets
-from spark_jobs.state.fraud import BUCKET_COLUMNS, FAILED, STATE_SCHEMA, from_json_state
+from spark_jobs.state.fraud import BUCKET_COLUMNS, STATE_SCHEMA, from_json_state
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -39,16 +39,6 @@ TS_COLUMNS = ("alert_time", "first_failure_time")
 class Params(keyed.BatchedParams):
     failure_gap: Duration  # a failure further than this after the last one starts a new count
     threshold: PositiveInt = 5  # the failure that raises an alert (and resets the count)
-
-
-def input_columns() -> list[Any]:
-    """:data:`INPUT_COLUMNS` as they cross into Python: the logic reads a failure's ip only (a
-    success just resets the run), so every other event's ip crosses, and waits in state, as null.
-    Most logins succeed: that is most of the ip strings off the Arrow crossing and the state."""
-    from pyspark.sql import functions as F
-
-    ip = F.when(F.col("event_type") == FAILED, F.col("ip")).alias("ip")
-    return [ip if c == "ip" else F.col(c) for c in INPUT_COLUMNS]
 
 
 def to_events(df: Any) -> dict[str, Any]:
@@ -138,10 +128,10 @@ def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
         delay = keyed.delay_ms(spec)
         update = partial(keyed.update_ordered_bucket, columns, cols, step, to_events, emit, delay)
         return keyed.bucketed(
-            stream, "user_id", input_columns(), p.buckets, update, SCHEMA, BUCKET_SCHEMA
+            stream, "user_id", INPUT_COLUMNS, p.buckets, update, SCHEMA, BUCKET_SCHEMA
         )
     return (
-        stream.select(*input_columns())
+        stream.select(*INPUT_COLUMNS)
         .groupBy("user_id")
         .applyInPandasWithState(
             partial(update_failures, gap_ms, p.threshold, columns),

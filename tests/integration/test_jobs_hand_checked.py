@@ -116,21 +116,6 @@ def test_fraud_alerts(spark, tmp_path):
     ]
 
 
-def test_fraud_alerts_hands_python_a_failure_s_ip_only(spark):
-    # A success only resets the run: its ip never reaches the logic, so it crosses as null.
-    from pyspark.sql import functions as F
-
-    from spark_jobs.jobs.fraud_alerts import INPUT_COLUMNS, input_columns
-
-    df = spark.createDataFrame(
-        [("u1", "e1", "LOGIN_FAILED", "10.0.0.1"), ("u1", "e2", "LOGIN_SUCCESS", "10.0.0.2")],
-        "user_id string, event_id string, event_type string, ip string",
-    ).withColumn("event_time", F.current_timestamp())
-    got = df.select(*input_columns())
-    assert got.columns == INPUT_COLUMNS
-    assert sorted((r.event_id, r.ip) for r in got.collect()) == [("e1", "10.0.0.1"), ("e2", None)]
-
-
 def test_service_health_event_time_with_initial_state(spark, tmp_path):
     from dataclasses import replace
 
