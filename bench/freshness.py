@@ -15,8 +15,8 @@ local broker; ``--together``: all at once on the same input, sharing the cores):
   same columns, 1 s trigger;
 - built-in, exactly once (``built-in+txn``): the same, each MERGE with Delta's documented
   idempotent-write pair (``txnAppId``/``txnVersion``), the guarantee ours gives: the same work.
-  A MERGE without it adds a batch replayed after a crash twice; with it, Delta rebuilds the
-  table's snapshot state once per new table version to answer the check (a Spark job).
+  A MERGE without it adds a batch replayed after a crash twice; with it, Delta answers the
+  check from the table's snapshot state, which a MERGE rebuilds per new version anyway.
 
 Then every ``--every`` seconds it lands a file (written beside the folder, moved in whole), or
 produces the same lines to a local broker's topic, holding a marker: a user id no other line has.
