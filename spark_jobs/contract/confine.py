@@ -94,14 +94,19 @@ def given_path(name: str, uri: str, what: str | None = None, own: tuple[str, ...
         return checkpoint_path(uri, what)
     if name == "input" and is_kafka(uri):
         return uri
-    resolved = paths.given(uri)
-    if resolved in {paths.given(o) for o in own if not is_kafka(o)}:
-        return resolved
     kind, allow_root = PATH_OPTIONS[name]
-    why = paths.outside_roots(uri, kind, allow_root=allow_root)
-    if why:
+    why = paths.outside_roots(uri, kind, allow_root=allow_root)  # also: a URL above its bucket
+    if why and not _is_own(uri, own):
         raise UserError(f"{what} {why}")
-    return resolved
+    return paths.given(uri)
+
+
+def _is_own(uri: str, own: tuple[str, ...]) -> bool:
+    """Whether ``uri`` names one of the job's own paths ``own`` (its spec's; Kafka aside)."""
+    try:
+        return paths.given(uri) in {paths.given(o) for o in own if not is_kafka(o)}
+    except UserError:
+        return False  # a URL above its bucket is no one's path
 
 
 def checkpoint_path(uri: str, what: str = "checkpoint") -> str:
