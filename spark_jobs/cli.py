@@ -63,17 +63,14 @@ def confine_options(spec: JobSpec, args: argparse.Namespace) -> None:
     ``--output`` inside a tables root, the ``--checkpoint`` inside a checkpoint root; the spec's
     own paths always pass."""
     from spark_jobs.contract.confine import given_path
+    from spark_jobs.contract.spec import split_input
 
     for value in args.input or ():
-        kind, sep, uri = value.partition("=")
-        named = sep and "://" not in kind and "/" not in kind  # KIND=URI
-        given_path("input", uri if named else value, own=tuple(spec.inputs.values()))
+        given_path("input", split_input(value)[1], own=tuple(spec.inputs.values()))
     if args.output:
         given_path("output", args.output, own=(spec.output,))
-    if args.checkpoint:
-        given_path(
-            "checkpoint", args.checkpoint, what="checkpoint"
-        )  # the checkpoint commands' line
+    if args.checkpoint:  # refused with the checkpoint commands' own line
+        given_path("checkpoint", args.checkpoint, what="checkpoint")
 
 
 def cmd_run(args: argparse.Namespace) -> int:

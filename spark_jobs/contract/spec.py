@@ -191,13 +191,21 @@ class JobSpec:
         return d
 
 
+def split_input(value: str) -> tuple[str | None, str]:
+    """An ``--input`` value as (kind, uri) for ``KIND=URI``, else (None, value)."""
+    kind, sep, uri = value.partition("=")
+    if sep and "://" not in kind and "/" not in kind:
+        return kind, uri
+    return None, value
+
+
 def _override_inputs(spec: JobSpec, values: list[str]) -> dict[str, str]:
     """``--input URI`` (one-source job, or a root holding one folder per kind) or ``KIND=URI``.
     A Kafka URI must be on one of the spec's own clusters (contract.kafka.check_cluster)."""
     out = dict(spec.inputs)
     for v in values:
-        kind, sep, uri = v.partition("=")
-        if sep and "://" not in kind and "/" not in kind:
+        kind, uri = split_input(v)
+        if kind is not None:
             if kind not in out:
                 raise UserError(
                     f"job {spec.name} has no input {kind!r}; its inputs: {', '.join(out)}"
