@@ -12,6 +12,8 @@ import json
 import logging
 import os
 import tempfile
+import uuid
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +68,16 @@ def context(uri: str) -> Any:
             ctx.add_data_docs_site(DOCS_SITE, site)  # type: ignore[arg-type]
     ctx.variables.save()
     return ctx
+
+
+def run_name(run_time: datetime, suffix: str | None = None) -> str:
+    """A run's id, which is also its GX run name: ``20261126T162147_7754ad``.
+
+    An underscore, not a hyphen, before the random suffix: GX's Data Docs page renderer parses
+    the run name as a date, and dateutil reads ``...T162147-7754ad`` as a UTC offset of -77:54
+    (``ad`` the era), which fails as it is compared; GX logs it and leaves the run without a
+    page (``test_gx_run_names``)."""
+    return f"{run_time:%Y%m%dT%H%M%S}_{suffix or uuid.uuid4().hex[:6]}"
 
 
 def docs_url(ctx: Any) -> str | None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from datetime import datetime
 from typing import Any
 
@@ -47,7 +46,7 @@ def run_quality(
             f"no Delta table at {uri}; run `python -m spark_jobs run {spec.name}` first or pass --table URI"
         )
     run_time = datetime.now()
-    run_id = f"{run_time:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
+    run_id = gx_run.run_name(run_time)
     out = QualityResult(spec.name, uri, run_id, run_time, results_table=paths.results_uri(uri))
     history = results.History(out.results_table)
     quarantine_uri = paths.join(uri, paths.QUARANTINE_TABLE)
