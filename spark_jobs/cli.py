@@ -99,11 +99,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
+    from spark_jobs.contract.confine import given_path
     from spark_jobs.generate import generate
 
     report = generate(
         args.kind,
-        out=args.out,
+        # a landing folder (or a Kafka topic): held where run's --input is
+        out=given_path("input", args.out, what="--out"),
         events=args.events,
         keys=args.keys,
         seed=args.seed,

@@ -273,14 +273,17 @@ def _replace(spark: Any, job: str, rows: Any, live: str) -> str:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    if args.output:  # the live table written: the rule the DAG guard applies to its param
-        from spark_jobs.contract.confine import given_path
-        from spark_jobs.contract.spec import load_spec
+    from spark_jobs.contract.confine import given_path
+    from spark_jobs.contract.spec import load_spec
 
+    if args.output:  # the live table written: the rule the DAG guard applies to its param
         given_path("output", args.output, own=(load_spec(args.job).output,))
+    # The staged table is read into the live one: a table under a tables root (a backfill's
+    # staging folder, <data>/backfill, is one), never any folder a caller names.
+    staged = given_path("output", args.staged, "--staged")
     result = publish(
         args.job,
-        args.staged,
+        staged,
         args.output,
         args.mode,
         args.key,

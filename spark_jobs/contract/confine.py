@@ -1,6 +1,7 @@
 """Where a path someone gives may point: the one rule that the commands' options (``run --input
-/--output/--checkpoint``, every ``checkpoint`` and ``table`` command, ``publish``, ``upgrade``)
-and the DAGs' params apply alike, so a path the DAG guard lets through is one the command accepts
+/--output/--checkpoint``, ``generate --out``, ``quality --table/--checkpoint``, ``publish
+--output/--staged``, every ``checkpoint`` and ``table`` command, ``upgrade``) and the DAGs' params
+apply alike, so a path the DAG guard lets through is one the command accepts
 (:data:`PATH_OPTIONS`, :func:`given_path`). A landing folder or a table must lie inside a root of
 its kind (:func:`spark_jobs.contract.paths.roots`); a job's own paths, from its spec, are its
 operator's configuration and always allowed.

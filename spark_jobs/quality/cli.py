@@ -44,13 +44,19 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_quality(args: argparse.Namespace) -> int:
+    from spark_jobs.contract.confine import given_path
     from spark_jobs.contract.spec import load_spec
 
-    spec = load_spec(args.job).with_overrides(checkpoint=args.checkpoint)
+    spec = load_spec(args.job)
+    # The checks write <table>/_quality (results, Data Docs): --table is held where every
+    # command's table option is; the progress log is read from a checkpoint as run would take it.
+    table = given_path("output", args.table, "--table", (spec.output,)) if args.table else None
+    if args.checkpoint:
+        spec = spec.with_overrides(checkpoint=given_path("checkpoint", args.checkpoint))
     from spark_jobs.quality.runner import run_quality
 
     try:
-        result = run_quality(spec, table=args.table, full=args.full, engine=args.engine)
+        result = run_quality(spec, table=table, full=args.full, engine=args.engine)
     except UserError:
         raise
     # The command's boundary, kept broad on purpose: two engines (Spark with Great Expectations,

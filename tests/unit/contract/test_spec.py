@@ -144,8 +144,31 @@ def test_fingerprint_changes_with_what_state_depends_on():
             "tables roots",
         ),
         (
-            ["generate", "clickstream", "--out", "/tmp/x", "--events", "5", "--bad-rate", "2"],
+            [
+                "generate",
+                "clickstream",
+                "--out",
+                ".data/landing/x",
+                "--events",
+                "5",
+                "--bad-rate",
+                "2",
+            ],
             "between 0 and 1",
+        ),
+        # every command's path options are held to the one rule run's are (contract.confine)
+        (
+            ["generate", "clickstream", "--out", "/tmp/x", "--events", "5"],
+            "--out /tmp/x is outside",
+        ),
+        (
+            ["quality", "sessions", "--table", "/etc/x"],
+            "--table /etc/x is outside the tables roots",
+        ),
+        (["quality", "sessions", "--checkpoint", "/etc/x"], "--checkpoint /etc/x is outside"),
+        (
+            ["publish", "sessions", "--staged", "/etc/x", "--key", "k"],
+            "--staged /etc/x is outside the tables roots",
         ),
         # upgrade's table option is held to the tables roots, as every command's is
         (["upgrade", "plan", "sessions", "--output", "/etc/x"], "outside the tables roots"),
