@@ -11,8 +11,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import tempfile
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -116,10 +119,12 @@ def validate(
     values: dict[str, Any],
     stamp: dict[str, Any],
     samples: int = 0,
+    docs_errors: list[str] | None = None,
 ) -> list[results.ResultRow]:
     """One GX checkpoint run of ``checks`` on the slice; ``stamp`` holds the run's id, time and
     job, written on every row. The engine answers the checks it owns (pandas: column types from
-    the Delta schema) and hands GX the rest."""
+    the Delta schema) and hands GX the rest. GX logs a Data Docs page it failed to render and
+    goes on: each such error's first line is added to ``docs_errors``."""
     from great_expectations.core.run_identifier import RunIdentifier
 
     def row(check: Check, success: bool, observed: Any, **extra: Any) -> results.ResultRow:
@@ -145,7 +150,7 @@ def validate(
     checkpoint = _checkpoint(ctx, engine, name, gx_checks, samples)
     # Before the run, so the docs it builds already drop the pages of the results let go.
     gone = _prune_results(ctx, name, DOCS_RUNS - 1)
-    with engine.frame(sl) as df:
+    with engine.frame(sl) as df, _logged_errors("great_expectations.render", docs_errors):
         result = checkpoint.run(
             batch_parameters={"dataframe": df},
             expectation_parameters=dict(values),  # None: no bound (yet)
@@ -156,6 +161,30 @@ def validate(
     order = {c.label: i for i, c in enumerate(checks)}
     rows.sort(key=lambda x: order.get(x.check, len(order)))
     return rows
+
+
+@contextmanager
+def _logged_errors(logger: str, into: list[str] | None) -> Iterator[None]:
+    """The first line of each error ``logger`` (and its children) logs meanwhile, into ``into``."""
+    if into is None:
+        yield
+        return
+    kept: list[str] = into
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            text = " ".join(record.getMessage().split())
+            # GX's message is a paragraph of advice, then the exception: keep the exception.
+            cause = re.search(r'(\w+(?:Error|Exception)): "?(.{1,200}?)"?\.? +Traceback', text)
+            kept.append(f"{cause.group(1)}: {cause.group(2)}" if cause else text[:200])
+
+    handler = Keep(level=logging.ERROR)
+    log = logging.getLogger(logger)
+    log.addHandler(handler)
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
 
 
 def _checkpoint(ctx: Any, engine: Engine, name: str, checks: list[Check], samples: int) -> Any:

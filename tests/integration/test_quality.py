@@ -280,6 +280,22 @@ def test_data_docs_keep_the_last_runs_and_the_results_table_keeps_all(spark, tmp
     assert {r.run_id for r in table.select("run_id").distinct().collect()} == set(runs)
 
 
+def test_a_data_docs_page_gx_fails_to_render_is_reported(spark, tmp_path, monkeypatch):
+    """GX logs a page it cannot render and goes on; the run says so in its note. A run name
+    dateutil reads as a -77:54 UTC offset (the run id's old hyphen) is one GX fails on."""
+    from spark_jobs.quality import gx_run
+
+    monkeypatch.setattr(gx_run, "run_name", lambda t: f"{t:%Y%m%dT%H%M%S}-7754ad")
+    job = "sessions"
+    spec = spec_for(job, tmp_path)
+    write(spark, job, tmp_path / job, [clean_row(job, i) for i in range(3)])
+    log_progress(tmp_path / "ck", read=50, watermark=minutes(60))
+    out = run_quality(spec, spark=spark)
+    assert out.rows and out.status == "pass"  # the checks' verdict stands
+    assert "Data Docs incomplete, GX could not render: ValueError: offset must be" in out.note
+    assert f"note: {out.note}" in out.summary()
+
+
 def test_stale_data_volume_spike_and_quarantine_spike(spark, tmp_path):
     job = "windowed_counts"
     spec = spec_for(job, tmp_path)
