@@ -167,7 +167,16 @@ def _rewrite(
         live_store = next(
             (k for k, v in STATE_STORE_PROVIDERS.items() if v == pinned_provider), "hdfs"
         )
-        keys = rewrite.run(spark, rw, rule, state, live_store)
+        try:
+            keys = rewrite.run(spark, rw, rule, state, live_store)
+        except Exception as exc:  # Spark's error of a rule that failed on an executor
+            why = rules.failure(exc)
+            if why is None:
+                raise
+            raise UserError(
+                f"upgrade migrate {target.job}: refused, nothing changed: {why}; fix the rule "
+                "and migrate again"
+            ) from None
         rule_name = rule.name
     rewritten_at = time.perf_counter()
     _pause("rewritten")

@@ -80,20 +80,48 @@ def _converter(
     function: str, job: str, index: int, binary: list[str], key_cols: list[str]
 ) -> Callable[[Iterator[Any]], Iterator[Any]]:
     fn = load_function(function, ship=True) if function else _job_rule(job, index)
+    label = f"--with {function}" if function else f"{job}'s rule {index}"
 
     def convert(frames: Iterator[Any]) -> Iterator[Any]:
         for frame in frames:
             out = []
-            for text in frame[STATE]:
+            for i, text in enumerate(frame[STATE]):
                 row = json.loads(text) if text is not None else None
                 for name in binary:
                     if row is not None and row.get(name) is not None:
                         row[name] = base64.b64decode(row[name])
-                new = fn(row) if row is not None else None
-                out.append(None if new is None else json.dumps(new, default=_json_bytes))
+                try:
+                    new = fn(row) if row is not None else None
+                    # anything else would reach Spark as a null row: the key dropped in silence
+                    if new is not None and not isinstance(new, dict):
+                        raise TypeError(f"returned a {type(new).__name__}, not a dict or None")
+                    out.append(None if new is None else json.dumps(new, default=_json_bytes))
+                except Exception as exc:  # the user's code: whatever it raises, said in one line
+                    key = tuple(frame[c].iloc[i] for c in key_cols)
+                    raise RuleFailed(
+                        f"{RULE_FAILED}{label} {type(exc).__name__}: {exc} (key {key})"
+                    ) from None
             yield frame[[*key_cols, TIMEOUT]].assign(**{JSON: out})[[*key_cols, JSON, TIMEOUT]]
 
     return convert
+
+
+# The first words of a rule's failure on an executor: Spark hands the driver the worker's whole
+# traceback as text, in which :func:`failure` finds this line.
+RULE_FAILED = "state rule failed: "
+
+
+class RuleFailed(Exception):
+    """A state rule raised, or returned something other than a row, for one key."""
+
+
+def failure(exc: BaseException) -> str | None:
+    """The rule's one-line failure inside a Spark error raised on the driver, else None."""
+    for line in reversed(str(exc).splitlines()):
+        _, found, why = line.partition(RULE_FAILED)
+        if found:
+            return why.strip()
+    return None
 
 
 def _json_bytes(value: Any) -> str:
@@ -116,11 +144,14 @@ def load_function(
     the module's functions travel to the Python workers by value (it need not be installed
     there)."""
     module, sep, name = spec.partition(":")
-    if not sep or not module or not name.isidentifier():
+    dotted = all(part.isidentifier() for part in module.split("."))
+    if not sep or not dotted or not name.isidentifier():
         raise UserError(f"--with {spec!r}: write MODULE:FUNCTION, e.g. my_rules:add_pages")
     try:
         fn = getattr(importlib.import_module(module), name)
-    except ImportError as exc:
+    # Importing runs the module: any error in it (a syntax error, a failing import) is the
+    # module's, said in one line.
+    except (ImportError, SyntaxError, ValueError, TypeError) as exc:
         raise UserError(f"--with {spec}: cannot import {module}: {exc}") from None
     except AttributeError:
         raise UserError(f"--with {spec}: module {module} has no {name}") from None

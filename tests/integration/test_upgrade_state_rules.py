@@ -76,6 +76,11 @@ def test_state_of_the_release_before_typed_state_is_migrated_by_the_jobs_rule(
     # the state as the release before typed state kept it
     monkeypatch.syspath_prepend(str(Path(__file__).parent / "jobs_v2"))
     monkeypatch.setenv(EXTRA_MODULES_ENV, "sessions_v0")
+    # a rule that raises on the executors: one line, and the live state as it was (the
+    # migration below starts from it, and the final rows are the hand-checked ones)
+    code, _, err = cli("upgrade", "migrate", "sessions", "--with", "sessions_v0:explodes")
+    assert code == ExitCode.USER_ERROR and err.count("\n") == 1, err
+    assert "refused, nothing changed: --with sessions_v0:explodes ValueError: cannot" in err
     code, out, err = cli("upgrade", "migrate", "sessions", "--with", "sessions_v0:to_blob")
     assert code == 0, err
     assert "state rewritten (2 keys, rule: --with sessions_v0:to_blob)" in out

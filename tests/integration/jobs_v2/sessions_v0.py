@@ -19,4 +19,9 @@ def to_blob(row: dict[str, Any]) -> dict[str, Any]:
     return {"keys": row["keys"], "blob": columnar.encode(cols, int(row["keys"]))}
 
 
+def explodes(row: dict[str, Any]) -> dict[str, Any]:
+    """A rule with a bug: ``upgrade migrate --with`` must refuse it in one line, changing nothing."""
+    raise ValueError(f"cannot convert a bucket of {row['keys']} keys")
+
+
 JOB = replace(current.JOB, bucket_state_schema=buckets.BLOB_SCHEMA, state_rules=())
