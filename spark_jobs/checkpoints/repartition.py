@@ -41,6 +41,7 @@ from spark_jobs.checkpoints.validate import PROVIDER_CONF, SHUFFLE_CONF, validat
 from spark_jobs.contract import paths
 from spark_jobs.contract.errors import UserError
 from spark_jobs.contract.lock import JobLock
+from spark_jobs.contract.spec import SPARK_INT_MAX
 from spark_jobs.runtime import binding
 
 # Operator names (state/<op>/_metadata) whose repartition is proven to give the same tables as
@@ -60,6 +61,10 @@ def plan(target: Target, partitions: int) -> dict[str, Any]:
     """What would happen, or a one-line refusal; reads files only (no Spark)."""
     if partitions < 1:
         raise UserError(f"--partitions must be at least 1, not {partitions}")
+    if partitions > SPARK_INT_MAX:
+        raise UserError(
+            f"--partitions must be at most {SPARK_INT_MAX} (Spark's limit), not {partitions}"
+        )
     ck = target.checkpoint
     undo = cut_short_copy(target)  # the repartition first puts it back: plan on it
     lay = read_layout(str(undo) if undo else ck)

@@ -259,7 +259,10 @@ def _duration(value: Any) -> float:
 
 
 Duration = Annotated[float, BeforeValidator(_duration)]
-Count = Annotated[int, Field(ge=1)]
+# Spark takes shuffle partitions, batches to retain and files per trigger as 32-bit ints: a
+# larger value is refused here in one line, not by Spark's conf check as a JVM stack trace.
+SPARK_INT_MAX = 2**31 - 1
+Count = Annotated[int, Field(ge=1, le=SPARK_INT_MAX)]
 _Maybe = BeforeValidator(_empty_is_default)
 
 
@@ -286,7 +289,7 @@ class SpecFile(BaseModel):
     shuffle_partitions: Count = 4
     min_batches_to_retain: Count = 20
     max_files_per_trigger: Count = DEFAULT_MAX_FILES_PER_TRIGGER
-    max_offsets_per_trigger: Count = DEFAULT_MAX_OFFSETS_PER_TRIGGER
+    max_offsets_per_trigger: Annotated[int, Field(ge=1)] = DEFAULT_MAX_OFFSETS_PER_TRIGGER  # a long
     output_mode: OutputMode = "append"
     executor: Executor = "per-key"
     params: Annotated[dict[str, Any], _Maybe] = Field(default_factory=dict)

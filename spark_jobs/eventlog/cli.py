@@ -23,7 +23,8 @@ def since_time(text: str) -> float:
     from spark_jobs.contract.durations import parse_seconds
 
     try:
-        return time.time() - parse_seconds(text, "--since")
+        # a duration reaching back past 1970 means "from the start": nothing is older
+        return max(0.0, time.time() - parse_seconds(text, "--since"))
     except UserError:
         raise UserError(
             f"--since {text!r} is neither a time nor a duration; write e.g. "

@@ -156,6 +156,10 @@ def test_fingerprint_changes_with_what_state_depends_on():
             ],
             "between 0 and 1",
         ),
+        (
+            ["checkpoint", "repartition", "sessions", "--partitions", "99999999999"],
+            "--partitions must be at most 2147483647",
+        ),
         # every command's path options are held to the one rule run's are (contract.confine)
         (
             ["generate", "clickstream", "--out", "/tmp/x", "--events", "5"],

@@ -193,3 +193,11 @@ def test_checkpoint_commands_log_their_success_only(home, capsys):
     assert events.details(rows[0])["batch"] == 3
     assert events.details(rows[1])["moved_batches"] == [3]
     assert rows[1]["args"].endswith("rollback sessions --to-batch 2 --keep-tables")
+
+
+def test_since_takes_a_time_or_a_duration_and_a_huge_duration_means_from_the_start():
+    from spark_jobs.eventlog.cli import since_time
+
+    assert since_time("2026-11-23T09:00:00Z") == 1795424400.0
+    assert abs(time.time() - since_time("2h") - 7200) < 5
+    assert since_time("99999999h") == 0.0  # 11,000 years back: was a ValueError traceback
