@@ -15,6 +15,7 @@ heartbeat line goes to the progress log, so a long batch is not taken for a stal
 from __future__ import annotations
 
 import json
+import re
 import signal
 import sys
 import time
@@ -149,6 +150,14 @@ def failure(spec: JobSpec, exc: BaseException) -> JobFailed:
             f"{head}the job's state row no longer matches the one its checkpoint "
             f"{spec.checkpoint} holds; run python -m spark_jobs upgrade plan {spec.name} to see "
             "the change and how to migrate the state (docs/upgrades.md)"
+        )
+    damaged = re.search(r"CANNOT_LOAD_STATE_STORE[.\w]*", str(exc))
+    if damaged:  # Spark's reason is buried under the foreachBatch and py4j wrappers
+        return JobFailed(
+            f"{head}Spark could not load its state from checkpoint {spec.checkpoint} "
+            f"({damaged.group(0)}: a state file is damaged or missing; Spark's log has which); "
+            f"restore a snapshot: python -m spark_jobs checkpoint restore {spec.name} "
+            f"--checkpoint {spec.checkpoint}"
         )
     return JobFailed(head + spark_errors.reason(exc, spark_errors.LINE_LIMIT - len(head)))
 

@@ -75,6 +75,31 @@ def delta_versions(table: str) -> list[str]:
     return sorted(p.name for p in (Path(table) / "_delta_log").glob("*.json"))
 
 
+def test_damaged_state_fails_in_one_line_and_a_restore_repairs_it(spark, tmp_path):
+    """Every state file of the last batch overwritten (a disk or a hand that broke them): the run
+    stops in one line naming the checkpoint and the restore, not Spark's wrapped traceback; the
+    snapshot taken before it then gives the rows of a run that never broke."""
+    from spark_jobs.contract.errors import JobFailed
+
+    spec = spec_for(tmp_path)
+    target = Target(spec.checkpoint, str(tmp_path / "snaps"), spec.name, spec)
+    write_part(tmp_path / "land", 0)
+    run_job(spec, spark=spark)
+    snap = take_snapshot(target)
+    for f in Path(spec.checkpoint, "state").rglob("*.delta"):
+        f.write_bytes(b"damaged")
+    write_part(tmp_path / "land", 1)
+    with pytest.raises(JobFailed) as failed:
+        run_job(spec, spark=spark)
+    line = str(failed.value)
+    assert "\n" not in line and "could not load its state from checkpoint" in line, line
+    assert f"checkpoint restore {spec.name} --checkpoint {spec.checkpoint}" in line
+    restore(target, snap["id"], spark=spark)
+    write_part(tmp_path / "land", 2)
+    run_job(spec, spark=spark)
+    assert output_rows(spark, spec) == EXPECTED_OUTPUT
+
+
 def test_live_snapshot_restore_rerun_loses_and_repeats_nothing(spark, tmp_path, capsys):
     """Run, snapshot while the run lock is held (as with the continuous driver), run more,
     restore (the default: tables and query ids too), run again: output and quarantine hold
