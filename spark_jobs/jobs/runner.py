@@ -134,6 +134,7 @@ def precheck(
     )
     tables = {"output": spec.output, "quarantine": spec.quarantine}
     binding.bind_tables(spec.checkpoint, tables, rebind=rebind_tables)
+    binding.record_inputs(spec.checkpoint, dict(spec.inputs))
 
 
 def failure(spec: JobSpec, exc: BaseException) -> JobFailed:

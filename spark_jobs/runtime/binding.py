@@ -28,6 +28,7 @@ from spark_jobs.contract.errors import ExitCode, UserError
 TABLES = "tables"  # the record's field: {"output": URI, "quarantine": URI}
 UPGRADES = "upgrades"  # the record's field: the changes ``upgrade migrate`` accepted, in order
 DECLARATION = "declaration"  # the record's field: JobDef.declaration() (the state's key)
+INPUTS = "inputs"  # the record's field: {kind: URI}, what the checkpoint's last run read
 REBIND_FLAG = "--rebind-tables"
 
 
@@ -190,6 +191,28 @@ def bind_tables(checkpoint: str, tables: dict[str, str], rebind: bool = False) -
         )
     record[TABLES] = dict(tables)
     write_binding(checkpoint, record)
+
+
+def record_inputs(checkpoint: str, inputs: dict[str, str]) -> None:
+    """Keep the inputs a run reads (its spec's, or its ``--input``), so the checkpoint commands
+    check this checkpoint against the folders it reads (a backfill's, a replay's), not the
+    spec's (:func:`adopt_inputs`)."""
+    record = read_binding(checkpoint) or {}
+    if record.get(INPUTS) != dict(inputs):
+        record[INPUTS] = dict(inputs)
+        write_binding(checkpoint, record)
+
+
+def adopt_inputs(spec: Any) -> Any:
+    """``spec`` reading what its checkpoint's last run read, when the binding records other
+    inputs; the spec as it is when it records none (a release before inputs were recorded)."""
+    bound = (read_binding(spec.checkpoint) or {}).get(INPUTS)
+    if not isinstance(bound, dict) or bound == dict(spec.inputs):
+        return spec
+    try:
+        return spec.with_overrides(input=[f"{k}={v}" for k, v in bound.items()])
+    except UserError:
+        return spec  # inputs this release does not take (a kind since renamed): the spec's
 
 
 def record_repartition(checkpoint: str, entry: dict[str, Any]) -> None:

@@ -13,13 +13,14 @@ import pytest
 from jobkit import CLICK_TYPES, write_hour
 
 from spark_jobs.checkpoints.restore import restore
-from spark_jobs.checkpoints.roots import Target
+from spark_jobs.checkpoints.roots import Target, resolve
 from spark_jobs.checkpoints.snapshots import take_snapshot
 from spark_jobs.cli import main as cli_main
 from spark_jobs.contract.blocks import Snapshots
 from spark_jobs.contract.lock import JobLock
 from spark_jobs.contract.spec import load_spec
 from spark_jobs.jobs.runner import run_job
+from spark_jobs.runtime.binding import read_binding
 
 pytestmark = pytest.mark.integration
 
@@ -85,6 +86,11 @@ def test_damaged_state_fails_in_one_line_and_a_restore_repairs_it(spark, tmp_pat
     target = Target(spec.checkpoint, str(tmp_path / "snaps"), spec.name, spec)
     write_part(tmp_path / "land", 0)
     run_job(spec, spark=spark)
+    # the run's --input is recorded: the checkpoint commands check the folder it reads
+    assert (
+        read_binding(spec.checkpoint)["inputs"] == dict(spec.inputs) != load_spec(spec.name).inputs
+    )
+    assert resolve(spec.name, spec.checkpoint).spec.inputs == spec.inputs
     snap = take_snapshot(target)
     for f in Path(spec.checkpoint, "state").rglob("*.delta"):
         f.write_bytes(b"damaged")
