@@ -155,6 +155,16 @@ class JobDef:
     def parameters(self, spec: Any) -> JobParams:
         return self.params.of(spec)
 
+    def comparable_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """``params`` as the job reads them (defaults filled in, durations in seconds): two
+        spellings of one configuration (``gap: 30 minutes`` or ``1800s``, a default written out
+        or left out) compare equal. As given when this release's model refuses them (a binding
+        an older release recorded)."""
+        try:
+            return self.params.model_validate(dict(params)).model_dump()
+        except ValidationError:
+            return dict(params)
+
     def fingerprint(self, spec: Any) -> dict[str, Any]:
         """What of the declaration a checkpoint's state depends on, beside the spec's."""
         out: dict[str, Any] = {}

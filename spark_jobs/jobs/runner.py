@@ -70,7 +70,12 @@ def _trigger(spec: JobSpec) -> dict[str, Any]:
 
 
 def fingerprint(spec: JobSpec) -> dict[str, Any]:
-    return {**spec.state_fingerprint(), **definition(spec.name).fingerprint(spec)}
+    """What the checkpoint's binding records of ``spec``, run and ``upgrade plan`` alike. A
+    parameter the job does not take, or of the wrong type, is refused here in one line: before,
+    plan called it ``compatible`` and a job that never reads its params ran on with it."""
+    job = definition(spec.name)
+    job.parameters(spec)
+    return {**spec.state_fingerprint(), **job.fingerprint(spec)}
 
 
 def check_writer(spec: JobSpec, new_checkpoint_for_existing_table: bool = False) -> None:
@@ -131,6 +136,7 @@ def precheck(
         fingerprint(spec),
         spec.path or f"job {spec.name}",
         definition(spec.name).declaration(),
+        definition(spec.name).comparable_params,
     )
     tables = {"output": spec.output, "quarantine": spec.quarantine}
     binding.bind_tables(spec.checkpoint, tables, rebind=rebind_tables)

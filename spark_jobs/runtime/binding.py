@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 from spark_jobs.contract import paths
@@ -92,6 +93,7 @@ def check_and_bind(
     fingerprint: dict[str, Any],
     where: str,
     declaration: dict[str, Any] | None = None,
+    comparable: Callable[[dict[str, Any]], dict[str, Any]] = dict,
 ) -> None:
     """Refuse a spec (or a declaration: the key its state is kept per) that no longer matches
     its checkpoint; record them on first use. A declaration entry the checkpoint did not record
@@ -101,7 +103,7 @@ def check_and_bind(
     if old is not None and has_state(checkpoint):
         before = old.get("fingerprint", {})
         recorded = old.get(DECLARATION) or {}
-        changed = changes(before, fingerprint) + [
+        changed = changes(before, fingerprint, comparable) + [
             (k, recorded[k], v)
             for k, v in sorted(declaration.items())
             if k in recorded and recorded[k] != v
@@ -125,19 +127,25 @@ def check_and_bind(
     write_binding(checkpoint, record)
 
 
-def changes(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+def changes(
+    before: dict[str, Any],
+    after: dict[str, Any],
+    comparable: Callable[[dict[str, Any]], dict[str, Any]] = dict,
+) -> list[tuple[str, Any, Any]]:
     """``(name, recorded, declared)`` of each fingerprint entry that differs, a parameter by its
-    own name (``params.threshold``)."""
+    own name (``params.threshold``), parameters compared as ``comparable`` makes them (the
+    job's: defaults filled in, durations in seconds), shown as written."""
     out = []
     for k in sorted(set(before) | set(after)):
         b, a = before.get(k), after.get(k)
         if b == a:
             continue
         if k == "params" and isinstance(b, dict) and isinstance(a, dict):
+            cb, ca = comparable(b), comparable(a)
             out += [
-                (f"params.{p}", b.get(p), a.get(p))
-                for p in sorted(set(b) | set(a))
-                if b.get(p) != a.get(p)
+                (f"params.{p}", b.get(p, cb.get(p)), a.get(p, ca.get(p)))
+                for p in sorted(set(cb) | set(ca))
+                if cb.get(p) != ca.get(p)
             ]
         else:
             out.append((k, b, a))

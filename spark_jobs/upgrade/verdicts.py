@@ -108,11 +108,16 @@ def _fingerprint(rec: Recorded, now: Facts, job: str) -> list[Change]:
 
 
 def _params(before: dict[str, Any], after: dict[str, Any], job: str) -> list[Change]:
+    from spark_jobs.jobs import definition
+
     out = []
-    for name in sorted(set(before) | set(after)):
-        b, a = before.get(name), after.get(name)
-        if b == a:
+    # compared as the job reads them (a default written out or left out, 30 minutes or 1800s
+    # are no change), shown as written
+    cb, ca = (definition(job).comparable_params(p) for p in (before, after))
+    for name in sorted(set(cb) | set(ca)):
+        if cb.get(name) == ca.get(name):
             continue
+        b, a = before.get(name, cb.get(name)), after.get(name, ca.get(name))
         verdict, means = STATE_PARAMS.get(name, (COMPATIBLE, ""))
         if verdict == COMPATIBLE:
             means = PARAM_NOTES.get((job, name), "") or (

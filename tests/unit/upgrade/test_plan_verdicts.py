@@ -164,6 +164,24 @@ def test_a_parameter_is_compatible_and_named(live):
     assert p["exit_code"] == ExitCode.UPGRADE_COMPATIBLE == 30
 
 
+@pytest.mark.parametrize(
+    "params, why",
+    [
+        ({"thresold": 3}, "params.thresold is not a parameter of job fraud_alerts"),
+        ({"failure_gap": "soon"}, "params.failure_gap value error, 'soon' is not a duration"),
+    ],
+)
+def test_a_parameter_the_job_does_not_take_is_refused_as_run_refuses_it(live, params, why):
+    """Before, plan called a typo'd or ill-typed parameter compatible (exit 30), so the DAG's
+    plan gate let through a change the run then refused."""
+    spec, checkpoint, tmp = live
+    checkpoint()
+    changed = replace(spec, params={**spec.params, **params})
+    with pytest.raises(UserError, match=why) as refused:
+        make_plan(Target(spec.checkpoint, str(tmp / "snaps"), spec.name, changed))
+    assert refused.value.exit_code == ExitCode.USER_ERROR and "\n" not in str(refused.value)
+
+
 def test_a_key_change_is_incompatible_and_names_what_to_replay(live):
     spec, checkpoint, tmp = live
     checkpoint()
@@ -251,6 +269,25 @@ def test_run_refuses_a_changed_spec_naming_the_plan(tmp_path):
     assert "params.threshold=5" in line and "params.threshold=3" in line
     assert "python -m spark_jobs upgrade plan fraud_alerts" in line
     assert refused.value.exit_code == ExitCode.USER_ERROR and len(line.splitlines()) == 1
+
+
+def test_a_parameter_respelled_or_left_to_its_default_is_no_change(live):
+    """10 minutes written 600s, the default bucket count left out: the job reads the same
+    configuration, so plan finds no change and run is not refused. Before, plan called the
+    dropped ``buckets: 256`` a migration to None buckets, and run refused both."""
+    spec, checkpoint, tmp = live
+    ck = checkpoint()
+    params = {k: v for k, v in spec.params.items() if k != "buckets"}
+    changed = replace(spec, params={**params, "failure_gap": "600s"})
+    assert changed.params != spec.params
+    p = make_plan(Target(spec.checkpoint, str(tmp / "snaps"), spec.name, changed))
+    assert p["changes"] == [] and p["exit_code"] == 0
+    same = definition(spec.name).comparable_params
+    binding.check_and_bind(str(ck), fingerprint(changed), "spec", comparable=same)
+    # a real change still counts, shown as written
+    moved = replace(changed, params={**changed.params, "failure_gap": "15 minutes"})
+    with pytest.raises(UserError, match="params.failure_gap='10 minutes'.*'15 minutes'"):
+        binding.check_and_bind(str(ck), fingerprint(moved), "spec", comparable=same)
 
 
 def test_run_refuses_a_changed_state_key_and_records_it_where_missing(tmp_path):
