@@ -26,7 +26,8 @@ from spark_jobs.contract.spec_errors import one_line
 
 DEFAULT_MAX_FUTURE_SECONDS = 86400.0  # max_future's default (1 day)
 # max_future covers clock skew (a day or so). Past about 31,000 years, clock + max_future
-# overflows Spark's interval arithmetic (ANSI: every batch fails); a limit far below that.
+# overflows Spark's interval arithmetic (ANSI: every batch fails); a limit far below that. The
+# watermark's delay is held to it too: Spark cannot parse an interval of 10^11 days.
 MAX_FUTURE_LIMIT_SECONDS = 100 * 365 * 86400.0
 # Per-batch limits, so a backlog is read in batches that end: one batch of a whole backlog could
 # outlast the task's timeout, be killed, and be planned again the same, for ever. Generated files
@@ -283,7 +284,7 @@ class SpecFile(BaseModel):
     output: str
     checkpoint: str
     trigger: str = "available-now"
-    watermark: Duration
+    watermark: Annotated[Duration, Field(le=MAX_FUTURE_LIMIT_SECONDS)]
     state_store: StateStore = "rocksdb"
     changelog_checkpointing: bool = True
     shuffle_partitions: Count = 4

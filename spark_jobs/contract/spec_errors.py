@@ -13,7 +13,7 @@ from spark_jobs.contract.blocks import Freshness, Quality, Snapshots, Supervise,
 # What a bad value of these keys must be, in the one line (the rest: pydantic's own words).
 _NEEDS = {
     "inputs": "map an input kind to a folder",
-    "watermark": "be a duration such as 30s or 10 minutes",
+    "watermark": "be a duration such as 30s or 10 minutes, at most 100 years",
     "max_future": "be positive and at most 100 years",
     "kafka_options": "map consumer properties to values",
 }

@@ -70,6 +70,7 @@ def test_the_readers_take_the_models_defaults():
         ({"snapshots": {"every": 0}}, "snapshots.every must be a positive duration"),
         # Spark's conf is a 32-bit int: refused here, not as a JVM stack trace at run time
         ({"shuffle_partitions": 2**31}, "shuffle_partitions input should be less than or equal"),
+        ({"watermark": "99999999999 days"}, "watermark must be a duration such as 30s or 10"),
         ({"snapshots": {"keep": 2.5}}, "snapshots.keep must be an integer >= 0, not 2.5"),
         ({"quality": {"max_quarantine_rate": 3}}, "quality.max_quarantine_rate must be a number"),
         ({"quality": {"freshnes_sla": "1 hour"}}, "unknown key quality.freshnes_sla"),
