@@ -109,15 +109,14 @@ def _fingerprint(rec: Recorded, now: Facts, job: str) -> list[Change]:
 
 def _params(before: dict[str, Any], after: dict[str, Any], job: str) -> list[Change]:
     from spark_jobs.jobs import definition
+    from spark_jobs.runtime.binding import changes
 
     out = []
-    # compared as the job reads them (a default written out or left out, 30 minutes or 1800s
-    # are no change), shown as written
-    cb, ca = (definition(job).comparable_params(p) for p in (before, after))
-    for name in sorted(set(cb) | set(ca)):
-        if cb.get(name) == ca.get(name):
-            continue
-        b, a = before.get(name, cb.get(name)), after.get(name, ca.get(name))
+    # The very comparison run's check makes (as the job reads them: a default written out or
+    # left out, 30 minutes or 1800s are no change), so plan names a change iff run refuses it.
+    same = definition(job).comparable_params
+    for field, b, a in changes({"params": before}, {"params": after}, same):
+        name = field.removeprefix("params.")
         verdict, means = STATE_PARAMS.get(name, (COMPATIBLE, ""))
         if verdict == COMPATIBLE:
             means = PARAM_NOTES.get((job, name), "") or (
