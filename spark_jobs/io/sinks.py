@@ -25,6 +25,12 @@ from spark_jobs.runtime import progress
 
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+# An append spreads its rows over at most one file per core, each of at least this many rows: a
+# small batch writes one file, a catch-up batch keeps both cores writing. Sized from the batch's
+# count the writer already has, so the write needs no shuffle (Delta's optimized write, the
+# tables' declared setting, shuffles the rows to bin them; it stays on for MERGE, whose files
+# come from its join).
+MIN_ROWS_PER_FILE = 50_000
 QUARANTINE_COL = "_quarantine"
 KEYS_COL = key_metrics.COLUMN
 
@@ -46,6 +52,11 @@ def query_id(checkpoint: str) -> str:
         return str(json.loads(fh.readline())["id"])
 
 
+def files_for(rows: int, cores: int) -> int:
+    """How many files an append of ``rows`` rows writes (see :data:`MIN_ROWS_PER_FILE`)."""
+    return max(1, min(cores, -(-rows // MIN_ROWS_PER_FILE)))
+
+
 def _write(
     df: Any,
     uri: str,
@@ -53,10 +64,11 @@ def _write(
     batch_id: int,
     keys: tuple[str, ...] | None,
     update: dict[str, str] | None = None,
+    rows: int = 0,
 ) -> None:
     """:func:`_write_once`, again when it loses a commit race (``table maintain``'s compaction
     or property change committed first): the batch is cached and the txn keeps it exactly once."""
-    conflicts.retrying(lambda: _write_once(df, uri, app_id, batch_id, keys, update))
+    conflicts.retrying(lambda: _write_once(df, uri, app_id, batch_id, keys, update, rows))
 
 
 def _write_once(
@@ -66,15 +78,20 @@ def _write_once(
     batch_id: int,
     keys: tuple[str, ...] | None,
     update: dict[str, str] | None = None,
+    rows: int = 0,
 ) -> None:
-    """Append ``df`` to ``uri`` (or MERGE it on ``keys``), at most once per (app_id, batch_id).
+    """Append ``df`` (``rows`` rows) to ``uri`` (or MERGE it on ``keys``), at most once per
+    (app_id, batch_id).
 
     ``update`` (MERGE ``set`` expressions) combines a batch row with the live row of its key;
     without it the batch row replaces the live one."""
     if keys is None or not delta_log.exists(uri):
+        cores = df.sparkSession.sparkContext.defaultParallelism
         (
-            df.write.format("delta")
+            df.coalesce(files_for(rows, cores))  # the cached batch's partitions, no shuffle
+            .write.format("delta")
             .mode("append")
+            .option("optimizeWrite", "false")
             .option("txnAppId", app_id)
             .option("txnVersion", batch_id)
             .save(uri)
@@ -137,10 +154,10 @@ def make_batch_writer(
             # Empty writes only to create a table, so both tables exist after a first run.
             if counts["_bad"] or not delta_log.exists(quarantine):
                 bad = batch.where(is_bad).select(f"{QUARANTINE_COL}.*")
-                _write(bad, quarantine, app_id, batch_id, None)
+                _write(bad, quarantine, app_id, batch_id, None, rows=counts["_bad"])
             if counts["_out"] or not output_exists:
                 rows = batch.where(~is_bad & ~is_metric).select(*data_columns)
-                _write(rows, output, app_id, batch_id, upsert_keys, upsert_update)
+                _write(rows, output, app_id, batch_id, upsert_keys, upsert_update, counts["_out"])
                 # the new version's check, rebuilt between batches rather than in the next write
                 # (not at a batch's start: in a fresh process that slowed runs writing nothing)
                 delta_txns.warm(batch.sparkSession, output)
