@@ -177,19 +177,12 @@ def bind_tables(checkpoint: str, tables: dict[str, str], rebind: bool = False) -
     rebind (kept in the record's ``rebinds`` history)."""
     record = read_binding(checkpoint) or {}
     bound = bound_tables(checkpoint)
-    if bound is not None and all(same_table(bound[k], tables[k]) for k in ("output", "quarantine")):
+    if bound is not None and _same_tables(bound, tables):
         return
     committed = has_state(checkpoint)
     if bound is not None and committed:
         if not rebind:
-            raise UserError(
-                f"checkpoint {checkpoint} is bound to table {bound['output']} (it has written "
-                f"there), not {tables['output']}: its pending input would go to "
-                f"{tables['output']} and never reach {bound['output']}; write "
-                f"{tables['output']} from a new --checkpoint, or pass {REBIND_FLAG} to send "
-                "this checkpoint's next batches there (docs/checkpoints.md)",
-                exit_code=ExitCode.UNSAFE,
-            )
+            raise _moved(checkpoint, bound, tables)
         record.setdefault("rebinds", []).append(
             {
                 "from": bound,
@@ -199,6 +192,29 @@ def bind_tables(checkpoint: str, tables: dict[str, str], rebind: bool = False) -
         )
     record[TABLES] = dict(tables)
     write_binding(checkpoint, record)
+
+
+def _same_tables(a: dict[str, str], b: dict[str, str]) -> bool:
+    return all(same_table(a[k], b[k]) for k in ("output", "quarantine"))
+
+
+def _moved(checkpoint: str, bound: dict[str, str], tables: dict[str, str]) -> UserError:
+    return UserError(
+        f"checkpoint {checkpoint} is bound to table {bound['output']} (it has written "
+        f"there), not {tables['output']}: its pending input would go to "
+        f"{tables['output']} and never reach {bound['output']}; write "
+        f"{tables['output']} from a new --checkpoint, or pass {REBIND_FLAG} to send "
+        "this checkpoint's next batches there (docs/checkpoints.md)",
+        exit_code=ExitCode.UNSAFE,
+    )
+
+
+def check_tables(checkpoint: str, tables: dict[str, str]) -> None:
+    """Refuse (exit 4), as a run without the rebind flag does, a committed checkpoint bound to
+    other tables than ``tables``; writes nothing (``upgrade plan`` asks it)."""
+    bound = bound_tables(checkpoint)
+    if bound is not None and not _same_tables(bound, tables) and has_state(checkpoint):
+        raise _moved(checkpoint, bound, tables)
 
 
 def record_inputs(checkpoint: str, inputs: dict[str, str]) -> None:

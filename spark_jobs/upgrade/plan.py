@@ -18,6 +18,7 @@ def make_plan(target: Target, output: str | None = None) -> dict[str, Any]:
 
     spec: Any = target.spec
     table = paths.resolve(output) if output else None
+    _check_tables(target, table)
     rec = read_recorded(target.checkpoint, table, spec.inputs)
     if not rec.table:  # bound before tables were recorded: the spec's
         rec.table = spec.output
@@ -40,6 +41,25 @@ def make_plan(target: Target, output: str | None = None) -> dict[str, Any]:
     }
     plan["next_step"] = next_step(plan) if top else None
     return plan
+
+
+def _check_tables(target: Target, table: str | None) -> None:
+    """Refuse, as the run would (exit 4), a committed checkpoint bound to other tables than the
+    run writes: ``--output``, or for the job's own checkpoint the spec's ``output`` (moved in the
+    spec, the DAG's plan gate must stop it, not the run after it). Another checkpoint (a
+    backfill's) without ``--output`` is planned against the table it is bound to."""
+    from spark_jobs.contract import paths
+    from spark_jobs.contract.spec import load_spec
+    from spark_jobs.runtime import binding
+
+    if table is None:
+        declared = load_spec(target.job)
+        if not binding.same_table(target.checkpoint, declared.checkpoint):
+            return
+        table = declared.output
+    binding.check_tables(
+        target.checkpoint, {"output": table, "quarantine": paths.quarantine_table(table)}
+    )
 
 
 def render(plan: dict[str, Any]) -> str:

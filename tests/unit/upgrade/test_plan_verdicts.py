@@ -443,3 +443,36 @@ def test_run_refuses_a_changed_state_schema(tmp_path):
         binding.check_and_bind(str(ck), fp, "spec", {"state_schema": "failures binary, d int"})
     assert "state_schema='failures binary'" in str(refused.value)
     assert "upgrade plan fraud_alerts" in str(refused.value)
+
+
+def test_an_output_moved_in_the_spec_is_refused_as_run_refuses_it(live, monkeypatch):
+    """The spec's ``output`` now names another table than the committed checkpoint writes: run
+    refuses it (exit 4), so plan, which the DAGs run before it, refuses it in the same line
+    instead of finding nothing changed. Planned against its bound table, it plans."""
+    import yaml
+
+    from spark_jobs.contract import paths
+
+    spec, checkpoint, tmp = live
+    out, moved = str(tmp / "out"), str(tmp / "moved")
+    checkpoint(tables={"output": out, "quarantine": paths.quarantine_table(out)})
+    specs = tmp / "specs"
+    specs.mkdir()
+    raw = yaml.safe_load((paths.specs_dir() / "fraud_alerts.yaml").read_text())
+    raw.update(checkpoint=spec.checkpoint, output=moved)
+    (specs / "fraud_alerts.yaml").write_text(yaml.safe_dump(raw))
+    monkeypatch.setenv("STATEKEEPER_SPECS", str(specs))
+    monkeypatch.setenv("STATEKEEPER_TABLE_ROOTS", str(tmp))
+    target = Target(spec.checkpoint, str(tmp / "snaps"), spec.name, spec)
+    refusals = []
+    for output in (None, moved):
+        with pytest.raises(UserError) as refused:
+            make_plan(target, output)
+        refusals.append(refused.value)
+    with pytest.raises(UserError) as run_refused:
+        tables = {"output": moved, "quarantine": paths.quarantine_table(moved)}
+        binding.bind_tables(spec.checkpoint, tables)
+    for r in refusals:
+        assert r.exit_code == ExitCode.UNSAFE and str(r) == str(run_refused.value)
+    assert f"bound to table {out}" in str(run_refused.value)
+    assert make_plan(target, out)["exit_code"] == 0
