@@ -13,10 +13,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from spark_jobs.contract.durations import parse_seconds
 from spark_jobs.contract.errors import UserError
+from spark_jobs.contract.spec import MAX_FUTURE_LIMIT_SECONDS
 from spark_jobs.io import tables
 
 SINKS = ("append", "upsert")
@@ -31,8 +32,10 @@ def _seconds(value: Any) -> float:
         ) from exc
 
 
-# A duration as written in a spec (``30 minutes``), as seconds.
-Duration = Annotated[float, BeforeValidator(_seconds)]
+# A duration as written in a spec (``30 minutes``), as seconds: above 0 (a zero window or gap
+# fails in Spark or makes every event its own; a bare -3 in YAML parses as a number) and held to
+# the bound the watermark has, so Spark is never handed an interval it cannot parse.
+Duration = Annotated[float, BeforeValidator(_seconds), Field(gt=0, le=MAX_FUTURE_LIMIT_SECONDS)]
 
 
 class JobParams(BaseModel):
