@@ -7,12 +7,6 @@ the output's and quarantine's live files, the time to read the output whole with
 session, ``count`` of every column) and with delta-rs (``to_pyarrow_table``), and the duration of
 one more micro-batch (``durationMs.triggerExecution`` of its progress record). Every step is its
 own process, as users run them; the figures are printed side by side.
-
-``--write-batches K`` adds what optimized writes (``delta.autoOptimize.optimizeWrite``, declared
-in ``contract/table_settings.py``) cost a batch: two fresh runs of the same K landed files, one
-with the declared setting and one whose tables are created without it (the session default set
-off with ``--conf``); the median batch (``triggerExecution``, the first two left out: start-up)
-and the live files each left. Heavy (N + 2 + 2K batches): not for a loaded machine.
 """
 
 from __future__ import annotations
@@ -129,9 +123,6 @@ def measure(env: dict[str, str], work: Path, part: int) -> dict[str, Any]:
     return stats
 
 
-OPTIMIZE_WRITE_DEFAULT = "spark.databricks.delta.properties.defaults.autoOptimize.optimizeWrite"
-
-
 def _env(work: Path) -> dict[str, str]:
     return {
         **os.environ,
@@ -139,33 +130,6 @@ def _env(work: Path) -> dict[str, str]:
         "STATEKEEPER_SPECS": str(_spec_folder(work)),
         **paths.roots_env(work),
     }
-
-
-def optimized_writes(batches: int, events_per_batch: int) -> dict[str, dict[str, Any]]:
-    """The same ``batches`` landed files run twice from scratch: tables created with optimized
-    writes on (as declared) and off. The median batch and the live files each run left."""
-    from statistics import median
-
-    from spark_jobs.contract import delta
-
-    out: dict[str, dict[str, Any]] = {}
-    for arm, value in (("on", "true"), ("off", "false")):
-        with tempfile.TemporaryDirectory(prefix=f"bench-optimize-write-{arm}-") as tmp:
-            work = Path(tmp)
-            env = _env(work)
-            _land(env, work, batches, events_per_batch)
-            _cli(env, "run", "sessions", "--conf", f"{OPTIMIZE_WRITE_DEFAULT}={value}")
-            ms = _batch_ms(work)[2:]
-            files = {
-                t: (delta.live_files(str(work / p)) or delta.FileStats(0, 0)).files
-                for t, p in (("output", "out"), ("quarantine", "out/_quarantine"))
-            }
-            out[arm] = {
-                "batches": len(ms) + 2,
-                "median_batch_ms": median(ms) if ms else None,
-                **files,
-            }
-    return out
 
 
 def _land(env: dict[str, str], work: Path, files: int, events_per_file: int) -> None:
@@ -190,7 +154,6 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--batches", type=int, default=500)
     p.add_argument("--events-per-batch", type=int, default=100)
-    p.add_argument("--write-batches", type=int, default=0, help="optimized writes on vs off")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-table-maintain-") as tmp:
         work = Path(tmp)
@@ -219,16 +182,6 @@ def main(argv: list[str] | None = None) -> int:
     for name, b, a in rows:
         print(f"{name:24}{b!s:>14}{a!s:>14}")
     sys.stdout.flush()
-    if args.write_batches:
-        arms = optimized_writes(args.write_batches, args.events_per_batch)
-        print(f"\noptimized writes, {args.write_batches} batches from scratch each")
-        print(f"{'':24}{'on':>14}{'off':>14}")
-        for key, name in (
-            ("median_batch_ms", "median batch (ms)"),
-            ("output", "output live files"),
-            ("quarantine", "quarantine live files"),
-        ):
-            print(f"{name:24}{arms['on'][key]!s:>14}{arms['off'][key]!s:>14}")
     return 0
 
 
