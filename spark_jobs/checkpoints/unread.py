@@ -21,6 +21,7 @@ import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from urllib.parse import unquote, urlparse
 
 from spark_jobs.checkpoints.files import filesystem, read_text
@@ -150,6 +151,41 @@ def landing_files(uri: str) -> dict[str, float]:
         mtime = info.get("mtime") or info.get("LastModified") or info.get("created") or 0
         out[file_key(full)] = float(mtime.timestamp() if hasattr(mtime, "timestamp") else mtime)
     return out
+
+
+def never_read(uri: str) -> list[str]:
+    """What a local landing folder holds that the file source never reads, however many batches
+    run: files not named ``LANDING_GLOB`` (``events.ndjson``, ``readme.txt``) and subfolders (it
+    reads the folder's own files). Hidden names are Spark's and ``generate``'s own temp files.
+    Names, sorted, a folder with a trailing ``/``; [] for a store (Spark lists it; not twice)."""
+    local = paths.local_path(uri)
+    if local is None or not local.is_dir():
+        return []
+    out = []
+    with os.scandir(local) as entries:
+        for e in entries:
+            if e.name.startswith((".", "_")):
+                continue
+            if e.is_dir():
+                out.append(e.name + "/")
+            elif not fnmatchcase(e.name, paths.LANDING_GLOB):
+                out.append(e.name)
+    return sorted(out)
+
+
+def never_read_line(uri: str, job: str) -> str | None:
+    """The run's one warning line for :func:`never_read` (None: nothing to say)."""
+    names = never_read(uri)
+    if not names:
+        return None
+    shown = ", ".join(names[:EXAMPLES]) + (
+        f" and {len(names) - EXAMPLES} more" if len(names) > EXAMPLES else ""
+    )
+    return (
+        f"statekeeper: job {job} never reads {len(names)} entr{'y' if len(names) == 1 else 'ies'} "
+        f"of landing folder {uri}: {shown} (it reads files named {paths.LANDING_GLOB} in the "
+        "folder itself; rename or move them there)"
+    )
 
 
 def unread(

@@ -111,8 +111,13 @@ def precheck(
 ) -> None:
     """Everything that can be said before Spark starts: inputs, checkpoint health, the tables'
     writers, binding (the spec's and the tables')."""
+    from spark_jobs.checkpoints.unread import never_read_line
+
     for uri in spec.inputs.values():
         sources.check_input(uri, spec.name)
+        # landed but never to be read (events.ndjson, a subfolder): said now, not after 60 s
+        if (line := never_read_line(uri, spec.name)) is not None:
+            print(line, file=sys.stderr, flush=True)
     from spark_jobs.checkpoints.queries import check_pending
 
     check_pending(spec.checkpoint)  # first: a command cut short says best what to do

@@ -74,3 +74,47 @@ def test_a_backlog_being_read_under_the_batch_limit_is_pending_not_unread(tmp_pa
 
     assert unread.unread(str(ck), inputs, files_per_batch=1) is None  # batch 10 read 1 file
     assert unread.count(str(ck), inputs, files_per_batch=2) == 1
+
+
+def _landing_with_strays(land: Path) -> None:
+    (land / "sub.json").mkdir(parents=True)
+    (land / "sub.json" / "inner.json").write_text('{"x": 1}\n')
+    for name in ("a.json", "b.json.gz", "c.jsonl", "events.ndjson", "readme.txt", "A.JSON"):
+        (land / name).write_text('{"x": 1}\n')
+    for hidden in ("_SUCCESS", ".d.json.tmp"):
+        (land / hidden).write_text("")
+
+
+def test_what_a_landing_folder_holds_that_no_batch_will_read(tmp_path):
+    """The file source reads the folder's own files named *.json* (case counts) and skips
+    hidden names; a subfolder and any other name are never read, however many batches run."""
+    _landing_with_strays(tmp_path / "land")
+    got = unread.never_read(str(tmp_path / "land"))
+    assert got == ["A.JSON", "events.ndjson", "readme.txt", "sub.json/"]
+    assert unread.never_read(str(tmp_path / "nowhere")) == []
+
+
+def test_a_run_says_before_spark_starts_what_it_will_never_read(tmp_path, monkeypatch, capsys):
+    """``run``'s precheck names them on stderr in one line (a folder of .ndjson files would
+    otherwise run green with nothing read), and says nothing of a folder it reads whole."""
+    from spark_jobs.jobs import runner
+
+    for var in ("CHECKPOINT", "LANDING", "TABLE"):
+        monkeypatch.setenv(f"STATEKEEPER_{var}_ROOTS", str(tmp_path))
+    land = tmp_path / "land"
+    _landing_with_strays(land)
+    for i in range(3):
+        (land / f"more{i}.txt").write_text("")
+    spec = load_spec("user_counts").with_overrides(
+        input=str(land), output=str(tmp_path / "out"), checkpoint=str(tmp_path / "ck")
+    )
+    runner.precheck(spec)
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if "never reads" in ln]
+    assert len(lines) == 1
+    assert "never reads 7 entries of landing folder" in lines[0]
+    assert "A.JSON, events.ndjson, more0.txt and 4 more" in lines[0]
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    (clean / "a.json").write_text('{"x": 1}\n')
+    runner.precheck(spec.with_overrides(input=str(clean), checkpoint=str(tmp_path / "ck2")))
+    assert "never reads" not in capsys.readouterr().err
