@@ -123,6 +123,11 @@ def _entry(line: str) -> tuple[str, int | None] | None:
     return path, batch if isinstance(batch, int) else None
 
 
+def _hidden(name: str) -> bool:
+    """A name Spark's file source never reads (``generate``'s temp files, ``_SUCCESS``)."""
+    return name.startswith((".", "_"))
+
+
 def landing_files(uri: str) -> dict[str, float]:
     """The files of a landing folder the job is meant to read, with their arrival times: every
     file under it, hidden names (``.``/``_``, which Spark never reads) left out."""
@@ -130,9 +135,9 @@ def landing_files(uri: str) -> dict[str, float]:
     out: dict[str, float] = {}
     if local is not None:
         for folder, dirs, names in os.walk(local):
-            dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
+            dirs[:] = [d for d in dirs if not _hidden(d)]
             for name in names:
-                if name.startswith((".", "_")):
+                if _hidden(name):
                     continue
                 full = os.path.join(folder, name)
                 try:
@@ -146,7 +151,7 @@ def landing_files(uri: str) -> dict[str, float]:
         return out
     for full, info in fs.find(root, detail=True).items():
         rel = full[len(root) :].lstrip("/")
-        if any(p.startswith((".", "_")) for p in rel.split("/")):
+        if any(_hidden(p) for p in rel.split("/")):
             continue
         mtime = info.get("mtime") or info.get("LastModified") or info.get("created") or 0
         out[file_key(full)] = float(mtime.timestamp() if hasattr(mtime, "timestamp") else mtime)
@@ -164,7 +169,7 @@ def never_read(uri: str) -> list[str]:
     out = []
     with os.scandir(local) as entries:
         for e in entries:
-            if e.name.startswith((".", "_")):
+            if _hidden(e.name):
                 continue
             if e.is_dir():
                 out.append(e.name + "/")
