@@ -136,12 +136,13 @@ def precheck(
             exit_code=ExitCode.UNSAFE,
         )
     check_writer(spec, new_checkpoint_for_existing_table)
+    job = definition(spec.name)
     binding.check_and_bind(
         spec.checkpoint,
         fingerprint(spec),
         spec.path or f"job {spec.name}",
-        definition(spec.name).declaration(),
-        definition(spec.name).comparable_params,
+        job.declaration(),
+        job.comparable_params,
     )
     tables = {"output": spec.output, "quarantine": spec.quarantine}
     binding.bind_tables(spec.checkpoint, tables, rebind=rebind_tables)
