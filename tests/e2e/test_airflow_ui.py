@@ -181,7 +181,9 @@ def _log_facts(checkpoint: Path) -> dict:
     """What the page must show for a job, computed here straight from its progress log."""
     log = checkpoint / "_statekeeper" / "progress.jsonl"
     records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-    batches = [r for r in records if r.get("event") != "idle"]
+    # batch records carry no "event"; idle and heartbeat lines (a batch running long, as on a
+    # slow machine) are not batches
+    batches = [r for r in records if "event" not in r]
     last = batches[-1]
     ops = last["stateOperators"]
     keys = last["keys"]["total"] if "keys" in last else sum(op["numRowsTotal"] for op in ops)
