@@ -20,7 +20,7 @@ from typing import Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from spark_jobs.contract.paths import resolve
+from spark_jobs.contract.paths import LANDING_GLOB, hidden_name, resolve
 
 
 class BadBackfillParams(AirflowFailException):
@@ -30,9 +30,8 @@ class BadBackfillParams(AirflowFailException):
 def _listing(folder: Path) -> list[tuple[str, int]]:
     return sorted(
         (str(p.relative_to(folder)), p.stat().st_size)
-        for p in folder.rglob("*.json*")
-        if p.is_file()
-        and not any(part.startswith((".", "_")) for part in p.relative_to(folder).parts)
+        for p in folder.rglob(LANDING_GLOB)
+        if p.is_file() and not any(hidden_name(part) for part in p.relative_to(folder).parts)
     )
 
 

@@ -92,7 +92,7 @@ def _unread(spec: JobSpec) -> list[tuple[Path, float]]:
         for dirpath, _, names in os.walk(folder):
             for n in names:
                 f = Path(dirpath) / n
-                if not n.startswith((".", "_")) and str(f) not in read:
+                if not paths.hidden_name(n) and str(f) not in read:
                     found.append((f, f.stat().st_mtime))
     return found
 

@@ -123,11 +123,6 @@ def _entry(line: str) -> tuple[str, int | None] | None:
     return path, batch if isinstance(batch, int) else None
 
 
-def _hidden(name: str) -> bool:
-    """A name Spark's file source never reads (``generate``'s temp files, ``_SUCCESS``)."""
-    return name.startswith((".", "_"))
-
-
 def landing_files(uri: str) -> dict[str, float]:
     """The files of a landing folder the job is meant to read, with their arrival times: every
     file under it, hidden names (``.``/``_``, which Spark never reads) left out."""
@@ -135,9 +130,9 @@ def landing_files(uri: str) -> dict[str, float]:
     out: dict[str, float] = {}
     if local is not None:
         for folder, dirs, names in os.walk(local):
-            dirs[:] = [d for d in dirs if not _hidden(d)]
+            dirs[:] = [d for d in dirs if not paths.hidden_name(d)]
             for name in names:
-                if _hidden(name):
+                if paths.hidden_name(name):
                     continue
                 full = os.path.join(folder, name)
                 try:
@@ -151,7 +146,7 @@ def landing_files(uri: str) -> dict[str, float]:
         return out
     for full, info in fs.find(root, detail=True).items():
         rel = full[len(root) :].lstrip("/")
-        if any(_hidden(p) for p in rel.split("/")):
+        if any(paths.hidden_name(p) for p in rel.split("/")):
             continue
         mtime = info.get("mtime") or info.get("LastModified") or info.get("created") or 0
         out[file_key(full)] = float(mtime.timestamp() if hasattr(mtime, "timestamp") else mtime)
@@ -169,7 +164,7 @@ def never_read(uri: str) -> list[str]:
     out = []
     with os.scandir(local) as entries:
         for e in entries:
-            if _hidden(e.name):
+            if paths.hidden_name(e.name):
                 continue
             if e.is_dir():
                 out.append(e.name + "/")

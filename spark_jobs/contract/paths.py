@@ -41,6 +41,12 @@ COMPLETENESS_FILE = "completeness.jsonl"
 RECOMPLETIONS_FILE = "recompletions.jsonl"
 
 
+def hidden_name(name: str) -> bool:
+    """A landing name the file source never reads (``generate``'s temp files, ``_SUCCESS``): it
+    starts with ``.`` or ``_`` (see :data:`LANDING_GLOB`)."""
+    return name.startswith((".", "_"))
+
+
 def project_root() -> Path:
     """The checkout: $STATEKEEPER_HOME, else the folder holding ``include/jobs``."""
     env = os.environ.get("STATEKEEPER_HOME")
