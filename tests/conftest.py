@@ -17,6 +17,10 @@ TIERS = {"unit", "integration", "dags", "e2e"}
 os.environ.setdefault("STATEKEEPER_HOME", str(ROOT))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+# Every driver the suite starts (the shared session, each CLI process, each spark-submit) lives
+# seconds to minutes on small inputs: the JVM's quick compiler alone starts it ~5 s sooner on two
+# cores, where the optimising one competes with the job for a core (docs/jobs.md).
+os.environ.setdefault("STATEKEEPER_DRIVER_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
 for p in (str(ROOT), str(ROOT / "plugins")):
     if p not in sys.path:
         sys.path.insert(0, p)

@@ -96,9 +96,9 @@ class SparkTarget:
         from spark_jobs.contract import jvm
 
         # The driver runs here (client mode): it maps the class archive `make setup` made here.
-        archive = jvm.java_options()
-        if archive:
-            cmd += ["--driver-java-options", archive]
+        jvm_options = jvm.driver_options()
+        if jvm_options:
+            cmd += ["--driver-java-options", jvm_options]
         return [*cmd, application, *args]
 
 

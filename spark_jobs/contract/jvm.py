@@ -85,6 +85,9 @@ OFF = "STATEKEEPER_JVM_ARCHIVE"
 # The training run dumps here (set by build() for its child process only).
 DUMP_TO = "STATEKEEPER_JVM_ARCHIVE_DUMP"
 CHECK = "STATEKEEPER_JVM_ARCHIVE_CHECK"  # the check run maps the new archive before it is kept
+# A deployment's own options for every driver JVM, after the archive's: e.g. -Xss or, for short
+# commands and test suites, -XX:TieredStopAtLevel=1 (docs/jobs.md says what that trades).
+EXTRA = "STATEKEEPER_DRIVER_JAVA_OPTIONS"
 # CDS reports a mismatched archive (or a class it cannot keep) as a warning on stdout; the
 # archive is optional, so those lines are noise to a user.
 _QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off -Xlog:class+path=off"
@@ -126,6 +129,11 @@ def java_options() -> str:
     except Exception:  # jars not fetched yet, no pyspark: no archive, the JVM starts as before
         return ""
     return f"-XX:SharedArchiveFile={path} {_QUIET}" if intact(path) else ""
+
+
+def driver_options() -> str:
+    """Every driver JVM's options: the class archive's, then ``$STATEKEEPER_DRIVER_JAVA_OPTIONS``."""
+    return " ".join(x for x in (java_options(), os.environ.get(EXTRA, "").strip()) if x)
 
 
 def size_file(archive: Path) -> Path:

@@ -46,8 +46,8 @@ def _log_options(log_file: str | None) -> str:
     """Spark's log to ``log_file`` (default: $STATEKEEPER_SPARK_LOG or /tmp), console quiet."""
     target = log_file or os.environ.get("STATEKEEPER_SPARK_LOG", "/tmp/statekeeper-spark.log")
     props = paths.project_root() / "include" / "spark" / "log4j2.properties"
-    archive = jvm.java_options()  # the classes of a driver, mapped at start (set-up)
-    return f"-Dlog4j2.configurationFile=file:{props} -Dstatekeeper.log.file={target} {archive}"
+    jvm_options = jvm.driver_options()  # the class archive (set-up) and a deployment's own
+    return f"-Dlog4j2.configurationFile=file:{props} -Dstatekeeper.log.file={target} {jvm_options}"
 
 
 def build_session(

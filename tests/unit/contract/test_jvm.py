@@ -22,3 +22,18 @@ def test_an_archive_that_is_not_whole_is_not_used(tmp_path, monkeypatch):
     archive.write_bytes(b"x" * 100)
     monkeypatch.setenv(jvm_archive.OFF, "0")
     assert jvm_archive.java_options() == ""
+
+
+def test_a_deployments_own_driver_options_follow_the_archives(tmp_path, monkeypatch):
+    archive = tmp_path / "driver-x.jsa"
+    monkeypatch.setattr(jvm_archive, "archive_path", lambda: archive)
+    monkeypatch.delenv(jvm_archive.OFF, raising=False)
+    monkeypatch.delenv(jvm_archive.EXTRA, raising=False)
+    assert jvm_archive.driver_options() == ""  # no archive, nothing set
+    monkeypatch.setenv(jvm_archive.EXTRA, "  -XX:TieredStopAtLevel=1 ")
+    assert jvm_archive.driver_options() == "-XX:TieredStopAtLevel=1"
+    archive.write_bytes(b"x" * 10)
+    jvm_archive.size_file(archive).write_text("10")
+    options = jvm_archive.driver_options()
+    assert options.startswith(f"-XX:SharedArchiveFile={archive} ")
+    assert options.endswith(" -XX:TieredStopAtLevel=1")

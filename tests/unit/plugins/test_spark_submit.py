@@ -47,6 +47,7 @@ def test_the_command_ships_the_package_and_jars_and_ends_with_the_run_arguments(
     from statekeeper.spark_submit import SparkTarget, application
 
     monkeypatch.setattr(jvm, "java_options", lambda: "-XX:SharedArchiveFile=/c/d.jsa")
+    monkeypatch.setenv(jvm.EXTRA, "-XX:TieredStopAtLevel=1")  # a deployment's own, after it
 
     target = SparkTarget.from_connection(_conn("k8s://https://api", 6443, namespace="jobs"))
     path = str(Path(sys.executable).parent)  # the venv's bin: pyspark's spark-submit
@@ -68,10 +69,12 @@ def test_the_command_ships_the_package_and_jars_and_ends_with_the_run_arguments(
         "--deploy-mode": "client",
         "--py-files": "/z.zip",
         "--jars": "/a.jar,/b.jar",
-        "--driver-java-options": "-XX:SharedArchiveFile=/c/d.jsa",  # the driver runs here
+        # the driver runs here
+        "--driver-java-options": "-XX:SharedArchiveFile=/c/d.jsa -XX:TieredStopAtLevel=1",
     }
     assert cmd[-5:] == [application(), *args]
-    monkeypatch.setattr(jvm, "java_options", lambda: "")  # none made: no option
+    monkeypatch.setattr(jvm, "java_options", lambda: "")  # none made, none set: no option
+    monkeypatch.delenv(jvm.EXTRA)
     cmd = target.command(
         application(),
         args,
