@@ -21,18 +21,38 @@ def cmd_maintain(args: argparse.Namespace) -> int:
 
     target = roots.resolve(args.job, args.checkpoint or None, args.snapshot_root or None)
     assert target.spec is not None  # resolved from a job name
-    output = target.spec.output
-    if args.output:
-        from spark_jobs.contract.confine import given_path
-
-        output = given_path("output", args.output, own=(target.spec.output,))
-    if paths.given(output) == paths.given(target.checkpoint):
-        raise UserError(f"--output {output} is the checkpoint; name the job's Delta table")
-    job = Job(target.spec, target.checkpoint, target.snapshot_root, output)
+    output, quarantine = _tables(target.spec.output, target.checkpoint, args.output or None)
+    job = Job(target.spec, target.checkpoint, target.snapshot_root, output, quarantine)
     with _jvm_output_to_stderr():
         report = maintain(job, dry_run=args.dry_run)
     print(json.dumps(report, default=str) if args.json else text(report))
     return 0
+
+
+def _tables(spec_output: str, checkpoint: str, given: str | None) -> tuple[str, str]:
+    """The output and quarantine tables to maintain: those the checkpoint writes (its binding),
+    else the spec's. The checkpoint's snapshots decide what VACUUM keeps, so a ``--output`` must
+    be a Delta table and, once the checkpoint is bound, the very table it writes."""
+    from spark_jobs.contract import delta
+    from spark_jobs.contract.confine import given_path
+    from spark_jobs.runtime.binding import bound_tables, same_table
+
+    bound = bound_tables(checkpoint)
+    output = bound["output"] if bound else spec_output
+    if given is not None:
+        output = given_path("output", given, own=(spec_output, output))
+        if paths.given(output) == paths.given(checkpoint):
+            raise UserError(f"--output {output} is the checkpoint; name the job's Delta table")
+        if bound and not same_table(output, bound["output"]):
+            raise UserError(
+                f"--output {output} is not the table checkpoint {checkpoint} writes "
+                f"({bound['output']}): that checkpoint's snapshots decide what VACUUM keeps; "
+                "name its table, or pass --checkpoint of the job that writes this one"
+            )
+        if not delta.exists(output):
+            raise UserError(f"--output {output} is not a Delta table; name the job's table")
+    quarantine = bound["quarantine"] if bound else paths.quarantine_table(output)
+    return output, quarantine
 
 
 @contextlib.contextmanager

@@ -35,12 +35,18 @@ MIN_FILE_SIZE_CONF = "spark.databricks.delta.optimize.minFileSize"
 
 @dataclass(frozen=True)
 class Job:
-    """What maintenance works on: the job's spec, its checkpoint and snapshot store."""
+    """What maintenance works on: the job's spec, its checkpoint and snapshot store, and the
+    tables the checkpoint writes (the quarantine by default beside the output)."""
 
     spec: JobSpec
     checkpoint: str
     snapshot_root: str
     output: str
+    quarantine: str = ""
+
+    @property
+    def quarantine_table(self) -> str:
+        return self.quarantine or paths.quarantine_table(self.output)
 
 
 def check_not_busy(checkpoint: str) -> None:
@@ -164,9 +170,7 @@ def maintain(job: Job, dry_run: bool = False, spark: Any = None) -> dict[str, An
     try:
         reports = [
             maintain_table(spark, job, job.output, "output", zorder_by, dry_run),
-            maintain_table(
-                spark, job, paths.quarantine_table(job.output), "quarantine", (), dry_run
-            ),
+            maintain_table(spark, job, job.quarantine_table, "quarantine", (), dry_run),
         ]
     finally:
         if own:
