@@ -10,7 +10,6 @@ limit is breached any more, nothing in between however often it is asked.
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -36,26 +35,6 @@ def watermark_lag_seconds(watermark: Any, now: float) -> float | None:
     return None if wm is None else round(now - wm, 1)
 
 
-def _read_files(checkpoint: str) -> set[str]:
-    """The files the checkpoint's file sources have read (Spark's ``sources/<i>/<batch>`` logs:
-    a version line, then one JSON object per file)."""
-    local = paths.local_path(checkpoint)
-    out: set[str] = set()
-    if local is None or not (local / "sources").is_dir():
-        return out
-    for log in (local / "sources").glob("*/*"):
-        if log.name.startswith("."):
-            continue
-        for line in log.read_text(errors="replace").splitlines()[1:]:
-            try:
-                p = json.loads(line).get("path")
-            except ValueError:
-                continue
-            if p:
-                out.add(str(paths.local_path(p)))
-    return out
-
-
 _UNREAD: dict[str, tuple[Any, list[tuple[Path, float]]]] = {}
 
 
@@ -70,7 +49,7 @@ def _signature(spec: JobSpec) -> tuple[Any, ...]:
 
 
 def unread_files(spec: JobSpec) -> list[tuple[Path, float]]:
-    """(path, mtime) of the landing files of the job's local folders that its checkpoint has not
+    """(path, arrival time) of the landing files of the job's local folders that its checkpoint has not
     read yet; listed again only when a folder changed (the health API asks on every request;
     a file added inside a sub-folder of a landing folder is seen at the folder's next change)."""
     sig = _signature(spec)
@@ -83,17 +62,17 @@ def unread_files(spec: JobSpec) -> list[tuple[Path, float]]:
 
 
 def _unread(spec: JobSpec) -> list[tuple[Path, float]]:
-    read = _read_files(spec.checkpoint)
+    """The local landing files the file sources' logs do not name, by arrival time: the same
+    listing and rule as ``checkpoint validate`` (hidden names and folders are never read)."""
+    from spark_jobs.checkpoints.source_files import files_read
+    from spark_jobs.checkpoints.unread import landing_files
+
+    read = files_read(spec.checkpoint)
     found = []
     for uri in spec.inputs.values():
-        folder = paths.local_path(uri)
-        if uri.startswith("kafka://") or folder is None or not folder.is_dir():
+        if uri.startswith("kafka://") or paths.local_path(uri) is None:
             continue
-        for dirpath, _, names in os.walk(folder):
-            for n in names:
-                f = Path(dirpath) / n
-                if not paths.hidden_name(n) and str(f) not in read:
-                    found.append((f, f.stat().st_mtime))
+        found += [(Path(f), t) for f, t in landing_files(uri).items() if f not in read]
     return found
 
 
@@ -104,7 +83,7 @@ def input_lag(spec: JobSpec, source_lag: Any, now: float) -> dict[str, Any]:
     if isinstance(source_lag, dict):
         records = sum(int(v.get("behind", 0)) for v in source_lag.values() if isinstance(v, dict))
     files = unread_files(spec)
-    oldest = min((mtime for _, mtime in files), default=None)
+    oldest = min((arrived for _, arrived in files), default=None)
     return {
         "records": records,
         "files": len(files),

@@ -70,13 +70,16 @@ def test_input_lag_counts_files_not_read_and_the_oldest_age(tmp_path):
     spec = _spec(tmp_path)
     land = Path(spec.input)
     read, unread = land / "a.jsonl", land / "b.jsonl"
-    for f in (read, unread, land / ".hidden"):
+    (land / "_staging").mkdir()  # a hidden folder, as a hidden name: Spark never reads them
+    for f in (read, unread, land / ".hidden", land / "_staging" / "c.jsonl"):
         f.write_text("{}\n")
+    # An old mtime (cp -p, touch -d) is not when the file arrived: the kernel's ctime says that.
     os.utime(unread, (T - 700, T - 700))
+    now = os.stat(unread).st_ctime + 700
     log = Path(spec.checkpoint) / "sources" / "0" / "0"
     log.parent.mkdir(parents=True)
     log.write_text("v1\n" + json.dumps({"path": f"file://{read}", "batchId": 0}) + "\n")
-    row = freshness.lags(spec, _iso(T - 60), {"topic": {"behind": 0}}, T)
+    row = freshness.lags(spec, _iso(now - 60), {"topic": {"behind": 0}}, now)
     assert row["input_lag"] == {"records": 0, "files": 1, "oldest_seconds": 700.0}
     assert row["watermark_lag_seconds"] == 60.0
     assert freshness.breaches(spec, row) == ["oldest unread input 700s old > max_input_lag 600s"]
