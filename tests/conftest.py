@@ -17,13 +17,17 @@ TIERS = {"unit", "integration", "dags", "e2e"}
 os.environ.setdefault("STATEKEEPER_HOME", str(ROOT))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-# Every driver the suite starts (the shared session, each CLI process, each spark-submit) lives
-# seconds to minutes on small inputs: the JVM's quick compiler alone starts it ~5 s sooner on two
-# cores, where the optimising one competes with the job for a core (docs/jobs.md).
-os.environ.setdefault("STATEKEEPER_DRIVER_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
 for p in (str(ROOT), str(ROOT / "plugins")):
     if p not in sys.path:
         sys.path.insert(0, p)
+
+from spark_jobs.contract.jvm import EXTRA as DRIVER_JAVA_OPTIONS  # noqa: E402
+
+# Each driver a test starts (a CLI process, a spark-submit) lives seconds to a minute on small
+# inputs: the JVM's quick compiler alone starts it ~5 s sooner on two cores, where the optimising
+# one competes with the job for a core. Not the shared session (``spark`` below): it works for
+# the whole run, and without the optimising compiler its heavy fixtures took 1.6x as long.
+os.environ.setdefault(DRIVER_JAVA_OPTIONS, "-XX:TieredStopAtLevel=1")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -57,7 +61,12 @@ def _test_folders_are_roots(tmp_path_factory: pytest.TempPathFactory):
 def spark():
     from spark_jobs.runtime.session import build_session
 
-    session = build_session("statekeeper-tests", conf=FEW_TASKS)
+    quick_only = os.environ.pop(DRIVER_JAVA_OPTIONS, None)  # see DRIVER_JAVA_OPTIONS above
+    try:
+        session = build_session("statekeeper-tests", conf=FEW_TASKS)
+    finally:
+        if quick_only is not None:
+            os.environ[DRIVER_JAVA_OPTIONS] = quick_only
     yield session
     session.stop()
 
