@@ -49,9 +49,10 @@ def _signature(spec: JobSpec) -> tuple[Any, ...]:
 
 
 def unread_files(spec: JobSpec) -> list[tuple[Path, float]]:
-    """(path, arrival time) of the landing files of the job's local folders that its checkpoint has not
-    read yet; listed again only when a folder changed (the health API asks on every request;
-    a file added inside a sub-folder of a landing folder is seen at the folder's next change)."""
+    """(path, arrival time) of the landing files of the job's local folders that its checkpoint
+    has not read yet; listed again only when a folder changed (the health API asks on every
+    request; a file added inside a sub-folder of a landing folder is seen at the folder's next
+    change)."""
     sig = _signature(spec)
     hit = _UNREAD.get(spec.checkpoint)
     if hit is not None and hit[0] == sig:

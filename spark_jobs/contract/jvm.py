@@ -132,7 +132,8 @@ def java_options() -> str:
 
 
 def driver_options() -> str:
-    """Every driver JVM's options: the class archive's, then ``$STATEKEEPER_DRIVER_JAVA_OPTIONS``."""
+    """Every driver JVM's options: the class archive's, then a deployment's own
+    (``$STATEKEEPER_DRIVER_JAVA_OPTIONS``)."""
     return " ".join(x for x in (java_options(), os.environ.get(EXTRA, "").strip()) if x)
 
 
