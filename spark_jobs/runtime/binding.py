@@ -155,12 +155,18 @@ def changes(
 def bound_tables(checkpoint: str) -> dict[str, str] | None:
     """The tables ``checkpoint`` writes, ``{"output", "quarantine"}``, as its binding records
     them; None when it records none (never run, or bound by a release before tables were
-    recorded). Run, restore, rollback, repartition and publish all ask here."""
+    recorded). Run, restore, rollback, repartition, publish and ``table maintain`` all ask here.
+    A record naming the output alone (edited by hand) gets the quarantine every run gives that
+    output, never the output itself: maintain would then compact the output twice and restore
+    would reset it twice."""
     tables = (read_binding(checkpoint) or {}).get(TABLES)
     if not isinstance(tables, dict) or not tables.get("output"):
         return None
     out = str(tables["output"])
-    return {"output": out, "quarantine": str(tables.get("quarantine") or "") or out}
+    return {
+        "output": out,
+        "quarantine": str(tables.get("quarantine") or paths.quarantine_table(out)),
+    }
 
 
 def same_table(a: str, b: str) -> bool:

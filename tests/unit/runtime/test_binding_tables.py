@@ -60,6 +60,16 @@ def test_a_binding_without_tables_adopts_the_next_runs_and_keeps_other_fields(tm
     assert binding.bound_tables(str(ck)) == tables("a")  # repartition keeps the tables
 
 
+def test_a_binding_naming_only_its_output_gets_that_outputs_quarantine(tmp_path):
+    """A record edited by hand to name the output alone: the quarantine is the one a run of that
+    output writes, never the output again (table maintain would compact it twice)."""
+    ck = tmp_path / "ckpt"
+    (ck / "_statekeeper").mkdir(parents=True)
+    record = {"fingerprint": {"job": "j"}, binding.TABLES: {"output": "/t/a"}}
+    (ck / "_statekeeper" / "job.json").write_text(json.dumps(record))
+    assert binding.bound_tables(str(ck)) == tables("a")
+
+
 class Unprintable:
     """A value whose text cannot be made: the write fails half-way through."""
 
