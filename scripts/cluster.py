@@ -10,6 +10,7 @@ JSON summary. The tests use :func:`start` / :func:`stop` the same way.
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import signal
@@ -105,7 +106,10 @@ def _wait(what: str, check: Any, timeout: float, pids: dict[str, int]) -> Any:
             got = check()
             if got:
                 return got
-        except OSError as exc:  # not listening yet
+        # Not listening yet (OSError), or listening before it answers: a young master's web UI
+        # has served its HTML page for /json/ (ValueError), and a reply can be cut short
+        # (HTTPException). Either is asked again; a daemon that died is caught above.
+        except (OSError, ValueError, http.client.HTTPException) as exc:
             last = exc
         time.sleep(0.5)
     raise TimeoutError(f"{what} not ready after {timeout:.0f}s ({last})")
