@@ -30,6 +30,7 @@ from spark_jobs.checkpoints.files import FileInfo, list_files, parse_log_file, r
 from spark_jobs.contract import paths
 
 STATEKEEPER_DIR = paths.STATEKEEPER_DIR
+SOURCES_DIR = "sources"  # the file sources' logs, ``sources/<i>/<batch>``
 # V.delta, V.snapshot, V.changelog, V.zip, and checkpoint format v2's V_<uuid>.zip/.changelog
 _VERSION_FILE = re.compile(r"^(\d+)(?:_[0-9a-fA-F-]+)?\.(delta|snapshot|changelog|zip)$")
 _BATCH_FILE = re.compile(r"^(\d+)$")
@@ -215,7 +216,7 @@ def _sort_listing(lay: Layout, dirs: dict[str, dict[str, FileInfo]]) -> None:
                 (lay.offsets if top == "offsets" else lay.commits).append(int(name))
                 if f.size == 0:
                     lay.unparsable[f.path] = "empty file"
-            elif top == "sources" and len(parts) == 2:
+            elif top == SOURCES_DIR and len(parts) == 2:
                 _add_source_log_file(lay, parts[1], name, f)
     lay.offsets.sort()
     lay.commits.sort()

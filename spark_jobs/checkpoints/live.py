@@ -17,6 +17,7 @@ from spark_jobs.checkpoints.files import FileInfo, filesystem
 from spark_jobs.checkpoints.layout import (
     BATCH_NAME,
     SOURCE_LOG_NAME,
+    SOURCES_DIR,
     STATE_VERSION_NAME,
 )
 from spark_jobs.checkpoints.queries import MAIN, QUARANTINE
@@ -50,7 +51,7 @@ def keep(rel: str, batch: int | None) -> bool:
     if parts[0] in ("offsets", "commits") and len(parts) == 2:
         m = BATCH_NAME.match(name)
         return m is not None and int(m.group(1)) <= n
-    if parts[0] == "sources" and len(parts) == 3:
+    if parts[0] == SOURCES_DIR and len(parts) == 3:
         m = SOURCE_LOG_NAME.match(name)
         return m is not None and int(m.group(1)) <= n
     if parts[0] == "state":
@@ -106,7 +107,7 @@ def _log_batch(rel: str) -> tuple[str, int] | None:
     parts = inner.split("/")
     if parts[0] in ("offsets", "commits") and len(parts) == 2:
         m = BATCH_NAME.match(parts[-1])
-    elif parts[0] == "sources" and len(parts) == 3:
+    elif parts[0] == SOURCES_DIR and len(parts) == 3:
         m = SOURCE_LOG_NAME.match(parts[-1])
     else:
         return None

@@ -4,10 +4,9 @@ for ``publish``, the backfill plan and the freshness alert."""
 
 from __future__ import annotations
 
+from spark_jobs.checkpoints.layout import SOURCES_DIR
 from spark_jobs.checkpoints.unread import file_key
 from spark_jobs.contract import paths
-
-SOURCES_DIR = "sources"  # the file sources' logs, ``sources/<i>/<batch>``
 
 
 def files_read(checkpoint: str) -> set[str]:
