@@ -25,9 +25,8 @@ SPARK_LIST = Path("include") / "spark" / "jars.txt"
 # -- the jars ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class JarList:
-    """A jars file: Maven coordinates to resolve, and the SHA-256 each fetched jar must have
-    (``COORD sha256:HEX`` pins the coordinate's own jar; ``jar FILE sha256:HEX`` pins a jar that
-    Ivy resolves as a dependency)."""
+    """A jars file: the Maven coordinates to download, each pinned by the SHA-256 its jar must
+    have (``GROUP:ARTIFACT:VERSION sha256:HEX`` a line)."""
 
     path: Path
     coords: list[str]
@@ -41,18 +40,12 @@ def read_list(path: Path) -> JarList:
         words = raw.split("#", 1)[0].split()
         if not words:
             continue
-        if words[0] == "jar" and len(words) == 3 and words[2].startswith("sha256:"):
-            pins[words[1]] = words[2].removeprefix("sha256:")
-        elif len(words) in (1, 2) and words[0].count(":") == 2:
-            coords.append(words[0])
-            if len(words) == 2:
-                if not words[1].startswith("sha256:"):
-                    raise UserError(f"{path}:{n}: {words[1]!r} is not sha256:HEX")
-                pins[jar_name(words[0])] = words[1].removeprefix("sha256:")
-        else:
-            raise UserError(
-                f"{path}:{n}: not 'GROUP:ARTIFACT:VERSION [sha256:HEX]' or 'jar FILE sha256:HEX'"
-            )
+        if len(words) != 2 or words[0].count(":") != 2:
+            raise UserError(f"{path}:{n}: not 'GROUP:ARTIFACT:VERSION sha256:HEX'")
+        if not words[1].startswith("sha256:"):
+            raise UserError(f"{path}:{n}: {words[1]!r} is not sha256:HEX")
+        coords.append(words[0])
+        pins[jar_name(words[0])] = words[1].removeprefix("sha256:")
     return JarList(path, coords, pins)
 
 

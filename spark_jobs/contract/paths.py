@@ -186,10 +186,6 @@ def jars_dir() -> Path:
     return cache_dir() / "jars"
 
 
-def ivy_dir() -> Path:
-    return cache_dir() / "ivy"
-
-
 def broker_jars_dir() -> Path:
     """The local Kafka broker's jars: its own JVM's classpath, never Spark's."""
     return cache_dir() / "kafka-broker"

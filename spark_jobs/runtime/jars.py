@@ -1,23 +1,28 @@
 """Jars fetched once from Maven Central into ``./.cache`` so runs and tests start offline.
 
-``python -m spark_jobs.runtime.jars fetch`` (run by ``make setup``) does two things:
+``python -m spark_jobs.runtime.jars fetch`` (run by ``make setup``) downloads every coordinate
+of two pinned lists, each checked against its SHA-256 before it is kept:
 
-- Spark's jars: Spark's own Ivy resolves the coordinates in ``include/spark/jars.txt`` (Delta and
-  the Kafka source) into ``.cache/ivy``, then just those artifacts are copied to ``.cache/jars``.
-  Only they go on ``spark.jars``: Ivy also resolves Hadoop, Jackson and Parquet jars that would
-  shadow the ones Spark ships.
-- The local Kafka broker's jars: ``include/kafka/broker-jars.txt`` resolved with all their
-  dependencies by Ivy's command line (the jar pyspark ships) into ``.cache/kafka-broker``. The
-  broker runs in its own JVM (``kafka up``), so its Scala and Jackson never meet Spark's.
+- Spark's jars, ``include/spark/jars.txt`` (Delta and the Kafka source), into ``.cache/jars``:
+  only they go on ``spark.jars``, none of their dependencies (Hadoop, Jackson and Parquet jars
+  that would shadow the ones Spark ships).
+- The local Kafka broker's jars, ``include/kafka/broker-jars.txt`` (the broker and every jar it
+  needs, written out), into ``.cache/kafka-broker``. The broker runs in its own JVM (``kafka
+  up``), so its Scala and Jackson never meet Spark's.
+
+The lists are complete, so no resolver runs at set-up: Ivy took about 45 s (a JVM, a Spark
+session, and a POM walk through every transitive dependency) for what a few parallel downloads
+do in seconds. ``STATEKEEPER_MAVEN_REPO`` names a mirror with Maven Central's layout.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
-import subprocess
 import sys
-import tempfile
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from spark_jobs.contract import paths
@@ -29,8 +34,12 @@ from spark_jobs.contract.jvm import (  # the pins and where the jars are: the co
     spark_list,
 )
 
-BROKER_COMPLETE = ".complete"  # written last: a broker folder without it is a cut-off fetch
+BROKER_COMPLETE = ".complete"  # written last, naming the jars: anything else is a cut-off fetch
 BROKER_LIST = Path("include") / "kafka" / "broker-jars.txt"
+MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
+REPO_ENV = "STATEKEEPER_MAVEN_REPO"
+DOWNLOADS_AT_ONCE = 8
+TIMEOUT_S = 60  # per read of a download: a stalled connection fails set-up instead of hanging
 
 
 def sha256(path: Path) -> str:
@@ -41,31 +50,29 @@ def sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def verify(jar: Path, pins: JarList) -> None:
-    """``jar`` has the SHA-256 pinned for it; otherwise it is deleted (never used) and one line
-    says which jar, both digests and where the pin is."""
-    want = pins.pins.get(jar.name)
+def verify(jar: Path, pins: JarList, name: str | None = None) -> None:
+    """``jar`` (kept as ``name``, its own name unless given) has the SHA-256 pinned for it;
+    otherwise it is deleted (never used) and one line says which jar, both digests and where
+    the pin is."""
+    name = name or jar.name
+    want = pins.pins.get(name)
     got = sha256(jar)
     if want == got:
         return
     jar.unlink()
     if want is None:
         raise UserError(
-            f"jar {jar.name} (sha256:{got}) has no pin in {pins.path}; deleted. Add its "
+            f"jar {name} (sha256:{got}) has no pin in {pins.path}; deleted. Add its "
             "SHA-256 there after checking it against Maven Central's published checksum"
         )
     raise UserError(
-        f"jar {jar.name} has sha256:{got}, not the sha256:{want} pinned in {pins.path}; "
+        f"jar {name} has sha256:{got}, not the sha256:{want} pinned in {pins.path}; "
         "deleted (the download was altered or truncated): fetch again"
     )
 
 
 def broker_list() -> JarList:
     return read_list(paths.project_root() / BROKER_LIST)
-
-
-def broker_coordinates() -> list[str]:
-    return broker_list().coords
 
 
 def broker_classpath() -> str:
@@ -76,114 +83,80 @@ def broker_classpath() -> str:
     return ":".join(str(p) for p in sorted(folder.glob("*.jar")))
 
 
+def jar_url(coord: str) -> str:
+    group, artifact, version = coord.split(":")
+    repo = (os.environ.get(REPO_ENV) or MAVEN_CENTRAL).rstrip("/")
+    return f"{repo}/{group.replace('.', '/')}/{artifact}/{version}/{artifact}-{version}.jar"
+
+
+def download(coord: str, folder: Path, pins: JarList) -> Path:
+    """The coordinate's jar in ``folder``, downloaded unless it is there, checked either way. A
+    download goes to a hidden ``.part`` file first, so no cut-off jar is ever on a classpath."""
+    dest = folder / jar_name(coord)
+    if dest.is_file():
+        verify(dest, pins)
+        return dest
+    url = jar_url(coord)
+    part = folder / f".{dest.name}.part"
+    try:
+        with urllib.request.urlopen(url, timeout=TIMEOUT_S) as got, open(part, "wb") as fh:
+            shutil.copyfileobj(got, fh, 1 << 20)
+    except OSError as e:  # URLError and HTTPError are OSErrors; so is a read timing out
+        part.unlink(missing_ok=True)
+        raise UserError(
+            f"could not download {url}: {e}; is Maven Central (or the mirror in {REPO_ENV}) "
+            "reachable?"
+        ) from e
+    verify(part, pins, dest.name)
+    part.rename(dest)
+    return dest
+
+
+def download_all(pins: JarList, folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    with ThreadPoolExecutor(max_workers=DOWNLOADS_AT_ONCE) as pool:
+        futures = [pool.submit(download, c, folder, pins) for c in pins.coords]
+        return [f.result() for f in futures]  # the first failure, in the list's order
+
+
 def fetch() -> list[Path]:
-    """Resolve with Ivy (network, once) and copy the named jars into the cache."""
+    """Download both lists' jars into the cache (network, once)."""
     return fetch_spark() + fetch_broker()
 
 
 def fetch_spark() -> list[Path]:
-    from pyspark.sql import SparkSession
-
-    pins = spark_list()
-    coords = pins.coords
-    paths.jars_dir().mkdir(parents=True, exist_ok=True)
-    wanted = {c: paths.jars_dir() / jar_name(c) for c in coords}
-    if all(p.is_file() for p in wanted.values()):
-        for p in wanted.values():
-            verify(p, pins)
-        return list(wanted.values())
-    spark = (
-        SparkSession.builder.master("local[1]")
-        .appName("statekeeper-fetch-jars")
-        .config("spark.jars.packages", ",".join(coords))
-        .config("spark.jars.ivy", str(paths.ivy_dir()))
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
-    spark.stop()
-    ivy_jars = paths.ivy_dir() / "jars"
-    for coord, dest in wanted.items():
-        group, artifact, version = coord.split(":")
-        src = ivy_jars / f"{group}_{artifact}-{version}.jar"
-        if not src.is_file():
-            raise UserError(
-                f"Ivy did not resolve {coord} into {ivy_jars}; is Maven Central reachable?"
-            )
-        shutil.copy2(src, dest)
-        verify(dest, pins)
-    return list(wanted.values())
-
-
-def _ivy_jar() -> Path:
-    import pyspark
-
-    found = sorted((Path(pyspark.__file__).parent / "jars").glob("ivy-*.jar"))
-    if not found:
-        raise UserError("pyspark ships no Ivy jar to resolve the Kafka broker with")
-    return found[-1]
-
-
-def _ivy_module(coords: list[str]) -> str:
-    deps = "\n".join(
-        f'    <dependency org="{g}" name="{a}" rev="{v}" conf="default->default"/>'
-        for g, a, v in (c.split(":") for c in coords)
-    )
-    return (
-        '<ivy-module version="2.0">\n  <info organisation="statekeeper" module="kafka-broker"/>\n'
-        f"  <dependencies>\n{deps}\n  </dependencies>\n</ivy-module>\n"
-    )
+    return download_all(spark_list(), paths.jars_dir())
 
 
 def fetch_broker() -> list[Path]:
-    """The broker and its dependencies (``bundle`` is how some, like scala-logging, are packaged;
-    Ivy's default conflict manager keeps the newest version,
-    so the pinned slf4j-api 2.x wins over the 1.7 its dependencies ask for)."""
+    """The broker's jars. A folder whose ``.complete`` names other jars (the list changed, or a
+    fetch was cut off) is fetched again, keeping the jars that still match their pins."""
     folder = paths.broker_jars_dir()
     pins = broker_list()
-    if (folder / BROKER_COMPLETE).is_file():
+    done = folder / BROKER_COMPLETE
+    if done.is_file() and done.read_text().split() == sorted(pins.pins):
         return sorted(folder.glob("*.jar"))
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        module = Path(tmp) / "ivy.xml"
-        module.write_text(_ivy_module(pins.coords))
-        cmd = [
-            "java",
-            "-jar",
-            str(_ivy_jar()),
-            "-ivy",
-            str(module),
-            "-cache",
-            str(paths.ivy_dir() / "cache"),
-            "-confs",
-            "default",
-            "-types",
-            "jar",
-            "bundle",
-            "-retrieve",
-            f"{folder}/[artifact]-[revision](-[classifier]).[ext]",
-        ]
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    jars = sorted(folder.glob("*.jar"))
-    if done.returncode != 0 or not jars:
-        tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or ["no output"]
-        raise UserError(f"Ivy could not resolve the Kafka broker's jars: {tail[0]}")
+    done.unlink(missing_ok=True)
+    for stale in folder.glob("*.jar"):
+        if stale.name not in pins.pins:
+            stale.unlink()  # an older version's jar: never beside the new one on the classpath
+    download_all(pins, folder)
     check_broker(folder, pins)
-    (folder / BROKER_COMPLETE).write_text("\n".join(p.name for p in jars) + "\n")
-    return jars
+    done.write_text("\n".join(sorted(pins.pins)) + "\n")
+    return sorted(folder.glob("*.jar"))
 
 
 def check_broker(folder: Path, pins: JarList) -> None:
-    """Every resolved jar is pinned and matches; none pinned is missing (one line otherwise)."""
+    """Every jar in the folder is pinned and matches; none pinned is missing (one line
+    otherwise)."""
     jars = sorted(folder.glob("*.jar"))
     for jar in jars:
         verify(jar, pins)
     missing = sorted(set(pins.pins) - {j.name for j in jars})
     if missing:
         raise UserError(
-            f"Ivy did not resolve {', '.join(missing)} pinned in {pins.path}; the resolution "
-            "changed: check the versions there"
+            f"{', '.join(missing)} pinned in {pins.path} is not in {folder}: fetch again "
+            "(`make setup`)"
         )
 
 
@@ -191,6 +164,9 @@ if __name__ == "__main__":
     what = sys.argv[2:3] or ["all"]
     if sys.argv[1:2] != ["fetch"] or what[0] not in ("all", "spark", "broker"):
         sys.exit("usage: python -m spark_jobs.runtime.jars fetch [all | spark | broker]")
-    fetched = {"all": fetch, "spark": fetch_spark, "broker": fetch_broker}[what[0]]()
+    try:
+        fetched = {"all": fetch, "spark": fetch_spark, "broker": fetch_broker}[what[0]]()
+    except UserError as e:
+        sys.exit(f"error: {e}")
     for p in fetched:
         print(f"cached {p}")
