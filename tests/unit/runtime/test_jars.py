@@ -160,24 +160,28 @@ def test_a_broker_folder_from_another_list_is_fetched_again(project, mirror):
     (folder / jars.BROKER_COMPLETE).write_text("kafka_2.13-4.0.0.jar\n")
     (folder / "snakeyaml-2.4.jar").unlink()
     jars.fetch_broker()
-    assert not stale.exists()
-    assert (folder / "snakeyaml-2.4.jar").is_file()
-    jars.check_broker(folder, jars.broker_list())
+    assert not stale.exists()  # never beside the pinned jars on the broker's classpath
+    broker = jars.broker_list()
+    assert sorted(p.name for p in folder.glob("*.jar")) == sorted(broker.pins)
+    for name, digest in broker.pins.items():
+        assert jars.sha256(folder / name) == digest, name
 
 
-def test_an_unpinned_or_altered_broker_jar_fails_the_check(project, mirror):
+def test_an_altered_broker_jar_fails_the_fetch_and_is_fetched_again(project, mirror):
     folder = project / ".cache" / "kafka-broker"
     jars.fetch_broker()
-    pins = jars.broker_list()
-    (folder / "evil-1.0.jar").write_bytes(b"PK")
-    with pytest.raises(UserError, match="jar evil-1.0.jar .* has no pin in"):
-        jars.check_broker(folder, pins)
-    with open(folder / "snakeyaml-2.4.jar", "ab") as fh:
+    (folder / jars.BROKER_COMPLETE).unlink()  # a cut-off fetch: the folder is checked again
+    jar = folder / "snakeyaml-2.4.jar"
+    with open(jar, "ab") as fh:
         fh.write(b"\0")
-    with pytest.raises(UserError, match="jar snakeyaml-2.4.jar has sha256:.* not the sha256:"):
-        jars.check_broker(folder, pins)
-    with pytest.raises(UserError, match="snakeyaml-2.4.jar pinned in .* is not in"):
-        jars.check_broker(folder, pins)  # deleted above: now missing
+    with pytest.raises(UserError, match="^jar snakeyaml-2.4.jar has sha256:.* not the sha256:"):
+        jars.fetch_broker()
+    assert not jar.exists() and not (folder / jars.BROKER_COMPLETE).exists()
+    with pytest.raises(UserError, match="not in"):
+        jars.broker_classpath()  # no broker starts on a folder the fetch did not finish
+    jars.fetch_broker()
+    assert jars.sha256(jar) == jars.broker_list().pins[jar.name]
+    assert jar.name in jars.broker_classpath()
 
 
 def test_a_malformed_pin_line_is_one_line(tmp_path):
