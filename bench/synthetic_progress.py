@@ -123,7 +123,7 @@ def record(
         "sink": {"description": f"DeltaSink[/data/tables/{job}]", "numOutputRows": -1},
         "statekeeper": {"job": job, "logged_at": t + dur / 1000},
     }
-    if keys:  # the key-level metrics of an arbitrary-state job (CONTRACTS section 4)
+    if keys:  # the key-level metrics of an arbitrary-state job (docs/contracts.md §4)
         rec["keys"] = {"total": total, "updated": min(rows, total), "removed": 3, "expired": 1}
         rec["emitted"] = rows // 10
     return rec

@@ -1,4 +1,4 @@
-"""``python -m spark_jobs``: the one command line of CONTRACTS.md section 1.
+"""``python -m spark_jobs``: the one command line of docs/contracts.md §1.
 
 Every failure a user can cause ends as one line ``statekeeper: <reason>`` on stderr and a non-zero
 exit code; nothing here imports pyspark until a command needs it.

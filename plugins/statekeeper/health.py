@@ -65,7 +65,7 @@ class Health:
     progress_age: float | None = None
     batch_id: int | None = None
     state_rows: int | None = None  # Spark's state rows (buckets, for the batched executor)
-    state_keys: int | None = None  # user keys held (CONTRACTS s. 4), when the job counts them
+    state_keys: int | None = None  # user keys held, when the job counts them (docs/contracts.md §4)
     lag: dict[str, int] = field(default_factory=dict)  # Kafka topic -> records not processed yet
 
     @property

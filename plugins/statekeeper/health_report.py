@@ -180,7 +180,7 @@ def checkpoint_verdict(spec: JobSpec, now: float) -> dict[str, Any]:
         return {
             "checkpoint_verdict": verdict,
             "checkpoint_findings": rep.codes,
-            # landing files the job never read (CONTRACTS.md s. 4: every landed file is read)
+            # landing files the job never read (docs/jobs.md, "Landing files": each one is read)
             "unread_landing_files": unread.count(
                 spec.checkpoint, spec.inputs.values(), spec.max_files_per_trigger
             ),

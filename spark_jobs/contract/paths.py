@@ -14,7 +14,7 @@ from pathlib import Path
 
 from spark_jobs.contract.errors import UserError
 
-# Project files Statekeeper keeps inside a Spark checkpoint (CONTRACTS.md section 4).
+# Project files Statekeeper keeps inside a Spark checkpoint (docs/contracts.md §4).
 STATEKEEPER_DIR = "_statekeeper"
 PROGRESS_FILE = "progress.jsonl"
 LOCK_FILE = "lock"

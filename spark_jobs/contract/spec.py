@@ -119,7 +119,7 @@ class JobSpec:
     owner: str = "platform"
     tags: tuple[str, ...] = ()
     path: str = ""
-    # Events further ahead of the batch's clock than this are quarantined (CONTRACTS.md s. 2).
+    # Events further ahead of the batch's clock than this are quarantined (docs/contracts.md §2).
     max_future_seconds: float = DEFAULT_MAX_FUTURE_SECONDS
     # Kafka inputs: records per micro-batch at most, over all partitions
     max_offsets_per_trigger: int = DEFAULT_MAX_OFFSETS_PER_TRIGGER

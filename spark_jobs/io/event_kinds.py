@@ -1,4 +1,4 @@
-"""Input event kinds (CONTRACTS.md section 2): each kind's fields, their JSON and Spark types,
+"""Input event kinds (docs/contracts.md §2): each kind's fields, their JSON and Spark types,
 and which values an enum field allows. The one table both the parse
 (:mod:`spark_jobs.io.events`) and the generator read; no Spark import here.
 """

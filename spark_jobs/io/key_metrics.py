@@ -1,5 +1,5 @@
-"""Key-level state metrics (CONTRACTS §4): keys held, changed, removed by the logic, removed by
-the timeout, counted in user keys rather than Spark's state rows.
+"""Key-level state metrics (docs/contracts.md §4): keys held, changed, removed by the logic, removed
+by the timeout, counted in user keys rather than Spark's state rows.
 
 Spark's ``numRowsTotal`` counts state rows: hash buckets for the batched executor (256 whatever
 the number of users), and for transformWithState every value, list element and timer. The

@@ -1,4 +1,4 @@
-"""The quarantine table's schema (CONTRACTS.md section 3) and the one reader of Spark DDL strings.
+"""The quarantine table's schema (docs/contracts.md §4) and the one reader of Spark DDL strings.
 
 Each output table's schema, keys, time column and additive columns are declared by its job
 (:class:`spark_jobs.jobs.declaration.JobDef`); what is here is the same for every job.

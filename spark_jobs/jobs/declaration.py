@@ -90,7 +90,7 @@ class JobDef:
 
     name: str
     inputs: tuple[str, ...]  # the input kinds it reads (spark_jobs.io.events)
-    schema: str  # the output table's columns, as Spark DDL (CONTRACTS.md section 3)
+    schema: str  # the output table's columns, as Spark DDL (docs/contracts.md §3)
     keys: tuple[str, ...]  # identify a row: unique in the table (quality checks, upserts)
     time_column: str  # the event-time column that says how fresh the table is
     # (spark, spec, {kind: typed event stream}) -> the output stream (plus the _keys metric rows

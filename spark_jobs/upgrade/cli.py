@@ -1,6 +1,6 @@
 """``python -m spark_jobs upgrade (plan | migrate | preview --since BATCH|TIME) JOB
 [--checkpoint URI] [--output URI] [--json]`` (migrate also ``[--with MODULE:FUNCTION]``)
-(CONTRACTS.md section 1)."""
+(docs/contracts.md §1)."""
 
 from __future__ import annotations
 

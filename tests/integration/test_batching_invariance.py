@@ -1,6 +1,6 @@
-"""Event time means event time (CONTRACTS §3): for all seven jobs, the same events (bad lines,
-duplicates and hopelessly late events included), each followed by the late events and a flush far
-ahead, give identical output and quarantine tables, row for row, delivered
+"""Event time means event time (docs/contracts.md §3): for all seven jobs, the same events (bad
+lines, duplicates and hopelessly late events included), each followed by the late events and a
+flush far ahead, give identical output and quarantine tables, row for row, delivered
 
   (b) in three arrivals of two files each, overlapping by less than the watermark delay, lines
       shuffled inside files: one run per arrival, one batch per run, then the late events and
@@ -188,8 +188,9 @@ def test_same_tables_however_the_events_were_split(outcome, job):
 
 @pytest.mark.parametrize("job", JOBS)
 def test_a_backfill_of_the_same_input_publishes_the_live_rows(outcome, job):
-    """CONTRACTS §3: a backfill over the same input gives the rows the live runs gave; published
-    with "replace" (refused for user_counts' lifetime totals) it leaves the live table as it was."""
+    """docs/contracts.md §3: a backfill over the same input gives the rows the live runs gave;
+    published with "replace" (refused for user_counts' lifetime totals) it leaves the live table as
+    it was."""
     staged, live_before, live_after = outcome["backfill"][job]
     assert staged and staged == live_before, (
         f"{job}: the backfill's rows differ from the live runs'"
@@ -230,8 +231,8 @@ def _ms(e: dict) -> int:
 
 
 def test_fraud_alerts_equal_the_rule_over_admitted_events(outcome):
-    """CONTRACTS §3: failures count per user, a success resets, a gap over 10 minutes resets, the
-    5th counted failure alerts and resets; in (time, event_id) order."""
+    """docs/contracts.md §3: failures count per user, a success resets, a gap over 10 minutes
+    resets, the 5th counted failure alerts and resets; in (time, event_id) order."""
     gap = 10 * 60_000
     by_user: dict[str, list] = {}
     for e in _admitted("fraud_alerts", outcome):
@@ -270,8 +271,8 @@ def _utc_ms(t: datetime) -> int:
 
 
 def test_sessions_equal_the_rule_over_admitted_events(outcome):
-    """CONTRACTS §3: a session is a maximal run of a user's events each at most 30 minutes after
-    the previous one; last_pages are its last 10 page views' pages, oldest first."""
+    """docs/contracts.md §3: a session is a maximal run of a user's events each at most 30 minutes
+    after the previous one; last_pages are its last 10 page views' pages, oldest first."""
     gap = 30 * 60_000
     by_user: dict[str, list] = {}
     for e in _admitted("sessions", outcome):

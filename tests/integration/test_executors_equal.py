@@ -68,7 +68,7 @@ def test_executors_give_identical_rows(spark, tmp_path, job):
         (bucketed,) = state_rows(batched.checkpoint)
         assert bucketed["keys"] == a.state_rows > 0 and bucketed["rows"] == b.state_rows <= 8
         assert 0 < max(bucketed["keys_per_bucket"]) <= bucketed["keys"]
-        # key-level metrics (CONTRACTS §4): the buckets count the keys the per-key store holds.
+        # key-level metrics (docs/contracts.md §4): buckets count the keys the per-key store holds.
         # Batch by batch they may differ: the batched executor settles what a batch's own events
         # prove due in that batch (keyed.settled_until_ms), the per-key one a batch later; the
         # same rows, the same keys left at the end of each run.

@@ -1,5 +1,5 @@
 """Every job end to end on local Spark and Delta, on small hand-made inputs with outputs worked
-out by hand (CONTRACTS.md section 3)."""
+out by hand (docs/contracts.md §3)."""
 
 import pytest
 from jobkit import at, job_spec, rows, ts, write_lines

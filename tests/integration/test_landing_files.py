@@ -1,6 +1,6 @@
-"""Every landed file is read, whatever its modification time (CONTRACTS.md s. 4): Spark's file
-source once forgot files more than 7 days older than the newest it had seen, so a file copied
-with its mtime (cp -p, rsync -t, tar x) was skipped for ever, silently."""
+"""Every landed file is read, whatever its modification time (docs/jobs.md, "Landing files"):
+Spark's file source once forgot files more than 7 days older than the newest it had seen, so a file
+copied with its mtime (cp -p, rsync -t, tar x) was skipped for ever, silently."""
 
 from __future__ import annotations
 

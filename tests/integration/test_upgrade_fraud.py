@@ -57,7 +57,7 @@ ARRIVAL_2 = [
     *failures("u1", [120, 121, 122]),  # 3rd at 122
     auth("clock2", "u9", 200, "LOGIN_SUCCESS"),
 ]
-# The reference, by the rule (CONTRACTS.md section 3, the threshold-th counted failure alerts and
+# The reference, by the rule (docs/contracts.md §3, the threshold-th counted failure alerts and
 # resets): v1's alerts for what the watermark passed before the migration, threshold 3 after.
 EXPECTED = [
     ("u1", ts(4), ts(0), 5, 1, IPS),

@@ -34,8 +34,8 @@ def test_a_bad_byte_in_the_progress_log_spoils_one_line_only(tmp_path):
 
 
 def test_inspect_and_the_health_verdict_report_user_keys_not_buckets(tmp_path):
-    """CONTRACTS §4: the newest batch's ``keys`` reach ``checkpoint inspect`` and the verdict the
-    supervisor acts on, beside Spark's state rows (256 buckets here, 1,000 users)."""
+    """docs/contracts.md §4: the newest batch's ``keys`` reach ``checkpoint inspect`` and the
+    verdict the supervisor acts on, beside Spark's state rows (256 buckets here, 1,000 users)."""
     from spark_jobs.checkpoints.inspect import inspect_checkpoint, render
     from spark_jobs.checkpoints.synthetic import make_checkpoint
     from statekeeper.health import Thresholds, assess
