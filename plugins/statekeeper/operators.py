@@ -48,7 +48,6 @@ class SparkJobsCliOperator(BaseOperator):
     ui_color = "#e8f0fe"
     warn_codes: tuple[ExitCode, ...] = ()
     command: tuple[str, ...] = ()
-    renamed: dict[str, str] = {}  # override -> option, where the command spells it otherwise
 
     def __init__(
         self,
@@ -71,7 +70,7 @@ class SparkJobsCliOperator(BaseOperator):
         self._hook: StatekeeperCliHook | None = None
 
     def arguments(self) -> list[str]:
-        return cli_arguments(self.command, self.job, self.overrides, self.flags, self.renamed)
+        return cli_arguments(self.command, self.job, self.overrides, self.flags)
 
     def execute(self, context: Any) -> dict[str, Any]:
         if rendered(self.skip_reason) is not None:
@@ -157,7 +156,6 @@ class QualityCheckOperator(SparkJobsCliOperator):
     """``quality JOB``: exit 0 pass (warnings recorded), 1 a ``fail`` finding (no retry)."""
 
     command = ("quality",)
-    renamed = {"output": "--table"}  # the table the suite reads
 
     def fail(self, res: CliResult) -> None:
         if res.returncode == ExitCode.QUALITY_FAILED:

@@ -33,15 +33,15 @@ def cli_arguments(
     job: Any,
     overrides: Mapping[str, Any],
     flags: Sequence[Any] = (),
-    renamed: Mapping[str, str] | None = None,
 ) -> list[str]:
     """``COMMAND JOB --KEY VALUE ... FLAG ...``, the one way an operator builds a command line:
-    an override (``staged_checkpoint`` is ``--staged-checkpoint``, unless ``renamed`` says
-    otherwise) or flag that rendered empty is left out, so the spec's own value holds."""
+    an override is its option (``staged_checkpoint`` is ``--staged-checkpoint``, ``output`` is
+    ``--output`` for every command); one or a flag that rendered empty is left out, so the spec's
+    own value holds."""
     out = [*command, str(job)]
     for key, value in overrides.items():
         if rendered(value) is not None:
-            out += [(renamed or {}).get(key) or "--" + key.replace("_", "-"), str(value).strip()]
+            out += ["--" + key.replace("_", "-"), str(value).strip()]
     return out + [str(f).strip() for f in flags if rendered(f) is not None]
 
 

@@ -1,4 +1,5 @@
-"""``python -m spark_jobs quality JOB [--table URI] [--checkpoint URI] [--full] [--json]``.
+"""``python -m spark_jobs quality JOB [--output URI] [--checkpoint URI] [--full] [--json]``
+(``--table`` is the same as ``--output``).
 
 Exit codes: 0 every ``fail`` check passed (warnings allowed), 1 a ``fail``-severity finding,
 2 the checks could not run (one line on stderr saying why).
@@ -14,6 +15,13 @@ from spark_jobs import eventlog
 from spark_jobs.contract.errors import UserError
 
 
+class _TableOption(argparse.Action):
+    """Stores the table and the spelling given, so a refusal names the option the user typed."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: str | None = None) -> None:
+        namespace.table, namespace.table_option = values, option
+
+
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "quality",
@@ -21,8 +29,14 @@ def register(subparsers: Any) -> None:
         description="Validate the Delta versions written since the last validated one.",
     )
     p.add_argument("job")
+    # --output, as every command that takes a job's table spells it; --table is the same option
     p.add_argument(
-        "--table", metavar="URI", help="the Delta table to check (default: the spec's output)"
+        "--output",
+        "--table",
+        dest="table",
+        metavar="URI",
+        action=_TableOption,
+        help="the Delta table to check (default: the spec's output); --table is the same",
     )
     p.add_argument(
         "--checkpoint",
@@ -48,9 +62,10 @@ def cmd_quality(args: argparse.Namespace) -> int:
     from spark_jobs.contract.spec import load_spec
 
     spec = load_spec(args.job)
-    # The checks write <table>/_quality (results, Data Docs): --table is held where every
-    # command's table option is; the progress log is read from a checkpoint as run would take it.
-    table = given_path("output", args.table, "--table", (spec.output,)) if args.table else None
+    # The checks write <table>/_quality (results, Data Docs): the table is held where every
+    # command's --output is; the progress log is read from a checkpoint as run would take it.
+    said = getattr(args, "table_option", None) or "--output"
+    table = given_path("output", args.table, said, (spec.output,)) if args.table else None
     if args.checkpoint:
         spec = spec.with_overrides(checkpoint=given_path("checkpoint", args.checkpoint))
     from spark_jobs.quality.runner import run_quality

@@ -169,6 +169,11 @@ def test_fingerprint_changes_with_what_state_depends_on():
             ["quality", "sessions", "--table", "/etc/x"],
             "--table /etc/x is outside the tables roots",
         ),
+        # quality's table is --output, as every command's; --table (its first name) still works
+        (
+            ["quality", "sessions", "--output", "/etc/x"],
+            "--output /etc/x is outside the tables roots",
+        ),
         (["quality", "sessions", "--checkpoint", "/etc/x"], "--checkpoint /etc/x is outside"),
         (
             ["publish", "sessions", "--staged", "/etc/x", "--key", "k"],

@@ -48,7 +48,7 @@ def test_no_operator_takes_a_command_line_and_every_command_operator_takes_a_job
             assert {"job", "overrides"} <= set(params), cls.__name__
 
 
-def test_the_command_line_leaves_out_what_rendered_empty_and_spells_options_per_command():
+def test_the_command_line_leaves_out_what_rendered_empty_and_names_every_table_output():
     from statekeeper.operators import (
         CheckpointValidateOperator,
         QualityCheckOperator,
@@ -56,7 +56,7 @@ def test_the_command_line_leaves_out_what_rendered_empty_and_spells_options_per_
     )
 
     quality = QualityCheckOperator(task_id="q", job="sessions", overrides={"output": "/t/x"})
-    assert quality.arguments() == ["quality", "sessions", "--table", "/t/x"]
+    assert quality.arguments() == ["quality", "sessions", "--output", "/t/x"]
     unset = CheckpointValidateOperator(
         task_id="v", job="sessions", overrides={"checkpoint": "None"}
     )
