@@ -119,3 +119,48 @@ def test_publish_refuses_replace_for_a_job_without_a_scope_and_appends():
     assert "no SCOPE entry" in (refusal("big_purchases", "replace") or "")
     assert refusal("big_purchases", "append") is None
     assert refusal("sessions", "replace") is None
+
+
+def test_one_job_is_read_from_its_own_module_alone():
+    """A command naming one job imports that job's module, not every job's (nor pandas, which
+    another job's logic imports): what ``upgrade plan`` and ``checkpoint validate`` run on."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from spark_jobs.jobs import definition\n"
+        "assert definition('sessions').name == 'sessions'\n"
+        "print(sorted(m for m in sys.modules if m.startswith('spark_jobs.jobs.')))\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    env = {k: v for k, v in __import__("os").environ.items() if k != EXTRA_MODULES_ENV}
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=JOBS_DIR.parents[1],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    loaded = eval(out[0])  # a printed list of module names
+    others = {f"spark_jobs.jobs.{n}" for n in definitions()} - {"spark_jobs.jobs.sessions"}
+    assert "spark_jobs.jobs.sessions" in loaded and not others & set(loaded), loaded
+    assert out[1] == "False"
+
+
+def test_a_deployed_module_still_replaces_a_packaged_job(tmp_path, monkeypatch):
+    (tmp_path / "sessions_shipped.py").write_text(
+        "from dataclasses import replace\n"
+        "from spark_jobs.jobs.sessions import JOB as PACKAGED\n"
+        "JOB = replace(PACKAGED)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(EXTRA_MODULES_ENV, "sessions_shipped")
+    import sessions_shipped  # type: ignore[import-not-found]
+
+    from spark_jobs.jobs.sessions import JOB as PACKAGED
+
+    assert definition("sessions") is sessions_shipped.JOB is not PACKAGED
+    monkeypatch.delenv(EXTRA_MODULES_ENV)
+    assert definition("sessions") is PACKAGED
