@@ -16,9 +16,10 @@ import importlib
 import os
 import pkgutil
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from spark_jobs.contract.spec import JobSpec
     from spark_jobs.jobs.declaration import JobDef
 
 EXTRA_MODULES_ENV = "STATEKEEPER_JOB_MODULES"
@@ -49,6 +50,16 @@ def definition(name: str) -> JobDef:
             f"spark_jobs/jobs or in {EXTRA_MODULES_ENV}); jobs: {', '.join(sorted(jobs))}"
         )
     return jobs[name]
+
+
+def fingerprint(spec: JobSpec) -> dict[str, Any]:
+    """What the checkpoint's binding records of ``spec``, run and ``upgrade plan`` alike. A
+    parameter the job does not take, or of the wrong type, is refused here in one line: before,
+    plan called it ``compatible`` and a job that never reads its params ran on with it. Here,
+    not in the runner: ``upgrade plan`` reads it without importing Spark."""
+    job = definition(spec.name)
+    job.parameters(spec)
+    return {**spec.state_fingerprint(), **job.fingerprint(spec)}
 
 
 @cache

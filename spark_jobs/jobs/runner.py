@@ -30,7 +30,7 @@ from spark_jobs.contract.progress_log import BatchProgress, ProgressLog
 from spark_jobs.contract.spec import JobSpec
 from spark_jobs.io import events as ev
 from spark_jobs.io import sinks, sources
-from spark_jobs.jobs import definition, query_wait
+from spark_jobs.jobs import definition, fingerprint, query_wait
 from spark_jobs.runtime import binding, progress, spark_errors
 
 
@@ -67,15 +67,6 @@ def _trigger(spec: JobSpec) -> dict[str, Any]:
     if spec.trigger.available_now:
         return {"availableNow": True}
     return {"processingTime": f"{spec.trigger.interval_seconds:g} seconds"}
-
-
-def fingerprint(spec: JobSpec) -> dict[str, Any]:
-    """What the checkpoint's binding records of ``spec``, run and ``upgrade plan`` alike. A
-    parameter the job does not take, or of the wrong type, is refused here in one line: before,
-    plan called it ``compatible`` and a job that never reads its params ran on with it."""
-    job = definition(spec.name)
-    job.parameters(spec)
-    return {**spec.state_fingerprint(), **job.fingerprint(spec)}
 
 
 def check_writer(spec: JobSpec, new_checkpoint_for_existing_table: bool = False) -> None:

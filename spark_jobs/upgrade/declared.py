@@ -4,20 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from spark_jobs.jobs import definition, fingerprint  # the one fingerprint, run's and plan's
 from spark_jobs.upgrade import schemas
 from spark_jobs.upgrade.facts import Facts
 
 
-def fingerprint(spec: Any) -> dict[str, Any]:
-    """What the binding records of ``spec`` (the runner's fingerprint: one definition)."""
-    from spark_jobs.jobs.runner import fingerprint as runner_fingerprint
-
-    return runner_fingerprint(spec)
-
-
 def read_declared(spec: Any) -> Facts:
-    from spark_jobs.jobs import definition
-
     job = definition(spec.name)
     # The batched executor keeps one state row per hash bucket of the key (spark_jobs.jobs.keyed),
     # its keys' states in it

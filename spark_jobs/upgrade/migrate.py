@@ -30,9 +30,9 @@ from spark_jobs.checkpoints.roots import Target
 from spark_jobs.contract import paths
 from spark_jobs.contract.errors import ExitCode, UserError
 from spark_jobs.contract.lock import JobLock
+from spark_jobs.jobs import fingerprint
 from spark_jobs.runtime import binding
 from spark_jobs.upgrade import staging, verdicts
-from spark_jobs.upgrade.declared import fingerprint
 from spark_jobs.upgrade.plan import make_plan
 
 REFUSED = {
@@ -266,6 +266,7 @@ def _record(
     from spark_jobs.jobs import definition
 
     record = binding.read_binding(checkpoint) or {}
+    assert target.spec is not None  # upgrade commands always name their job
     record["fingerprint"] = fingerprint(target.spec)
     record[binding.DECLARATION] = definition(target.job).declaration()
     entry = {

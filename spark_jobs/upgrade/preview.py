@@ -209,10 +209,9 @@ SHADOW_REFUSED = {
 def _bind_shadow(target: Target, ck: str, table: str) -> None:
     """The shadow checkpoint answers to the job as declared now and writes the shadow tables;
     refused, as ``upgrade migrate`` refuses, for a change only a state rewrite or replay makes."""
-    from spark_jobs.jobs import definition
+    from spark_jobs.jobs import definition, fingerprint
     from spark_jobs.runtime import binding
     from spark_jobs.upgrade import verdicts
-    from spark_jobs.upgrade.declared import fingerprint
     from spark_jobs.upgrade.plan import make_plan
 
     plan = make_plan(Target(ck, target.snapshot_root, target.job, target.spec))
@@ -226,6 +225,7 @@ def _bind_shadow(target: Target, ck: str, table: str) -> None:
             exit_code=ExitCode(verdicts.EXIT_CODES[c.verdict]),
         )
     record = binding.read_binding(ck) or {}
+    assert target.spec is not None  # upgrade commands always name their job
     record["fingerprint"] = fingerprint(target.spec)
     record[binding.DECLARATION] = definition(target.job).declaration()
     record[binding.TABLES] = {"output": table, "quarantine": paths.quarantine_table(table)}

@@ -16,10 +16,10 @@ from spark_jobs.checkpoints.roots import Target
 from spark_jobs.checkpoints.synthetic import make_checkpoint
 from spark_jobs.contract.errors import ExitCode, UserError
 from spark_jobs.contract.spec import load_spec
-from spark_jobs.jobs import definition
+from spark_jobs.jobs import definition, fingerprint
 from spark_jobs.runtime import binding
 from spark_jobs.upgrade import verdicts
-from spark_jobs.upgrade.declared import fingerprint, read_declared
+from spark_jobs.upgrade.declared import read_declared
 from spark_jobs.upgrade.plan import make_plan
 from spark_jobs.upgrade.recorded import read_recorded
 
@@ -476,3 +476,27 @@ def test_an_output_moved_in_the_spec_is_refused_as_run_refuses_it(live, monkeypa
         assert r.exit_code == ExitCode.UNSAFE and str(r) == str(run_refused.value)
     assert f"bound to table {out}" in str(run_refused.value)
     assert make_plan(target, out)["exit_code"] == 0
+
+
+def test_the_declared_side_of_a_plan_imports_no_spark():
+    """``upgrade plan`` reads files only: the job's declaration and fingerprint come without
+    PySpark (the DAGs' plan gate runs it before every run)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from spark_jobs.contract.spec import load_spec\n"
+        "from spark_jobs.upgrade.declared import read_declared\n"
+        "facts = read_declared(load_spec('fraud_alerts'))\n"
+        "assert facts.fingerprint['params']\n"
+        "print(sorted(m for m in ('pyspark', 'pandas') if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=Path(__file__).resolve().parents[3],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "[]", out.stdout
