@@ -31,77 +31,81 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 
-def _json_type(v: Column, name: str) -> Column:
-    from pyspark.sql import functions as F
+def _q(text: str) -> str:
+    """``text`` as a Spark SQL string literal (the parser unescapes backslashes and quotes)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
+
+def _in(col: str, values: tuple[str, ...]) -> str:
+    return f"{col} IN ({', '.join(_q(v) for v in values)})"
+
+
+# The slow path's columns are written as SQL text, one ``F.expr`` per column: built with the
+# Column API they cost about 430 py4j round trips per kind, a third of building a job's plan,
+# for the very same expressions (the analysed plans were the same result for every kind).
+def _json_type(v: str, name: str) -> str:
     # NULL when the key is missing, "VOID" for a JSON null; DECIMAL(p,s) reduced to DECIMAL.
-    t = F.schema_of_variant(F.try_variant_get(v, f"$.{name}", "variant"))
-    return F.substring_index(t, "(", 1)
+    return (
+        f"substring_index(schema_of_variant(try_variant_get({v}, {_q('$.' + name)}, 'variant')),"
+        " '(', 1)"
+    )
 
 
-def _types(v: Column, kind: str, needed: Column) -> list[Column]:
-    """Per field of ``kind``, its JSON type in the VARIANT ``v`` (see :func:`_json_type`) and,
-    for timestamps and enums, its string value: columns ``_t_<field>`` and ``_s_<field>``; for
-    numbers, whether they do not fit their column (:func:`_no_fit`): ``_f_<field>``.
+def _types(v: str, kind: str, needed: str) -> list[Column]:
+    """Per field of ``kind``, its JSON type in the VARIANT column ``v`` (see :func:`_json_type`)
+    and, for timestamps and enums, its string value: columns ``_t_<field>`` and ``_s_<field>``;
+    for numbers, whether they do not fit their column (:func:`_no_fit`): ``_f_<field>``.
     Computed once each, so the reason below stays small code (see :func:`parse_lines`), and
-    only where ``needed``: a projection computes every column it makes before the next one
-    reads any, so the ``CASE`` of the reason would not spare the good lines these calls (they
-    run on a NULL VARIANT too)."""
+    only where ``needed`` (a boolean SQL expression): a projection computes every column it
+    makes before the next one reads any, so the ``CASE`` of the reason would not spare the good
+    lines these calls (they run on a NULL VARIANT too)."""
     from pyspark.sql import functions as F
 
     cols = [(f"_t_{f.name}", _json_type(v, f.name)) for f in fields(kind)]
     cols += [
-        (f"_s_{f.name}", F.try_variant_get(v, f"$.{f.name}", "string"))
+        (f"_s_{f.name}", f"try_variant_get({v}, {_q('$.' + f.name)}, 'string')")
         for f in fields(kind)
         if f.type == "ts" or f.allowed
     ]
     cols += [(f"_f_{f.name}", _no_fit(v, f)) for f in fields(kind) if f.type in _NO_FIT]
-    return [F.when(needed, c).alias(name) for name, c in cols]
+    return [F.expr(f"CASE WHEN {needed} THEN {c} END").alias(name) for name, c in cols]
 
 
-def _reason(v: Column, kind: str) -> Column:
-    """The first thing wrong with a parsed line, or NULL for a good event; reads the columns of
-    :func:`_types`."""
+def _reason(v: str, kind: str) -> Column:
+    """The first thing wrong with a line parsed to the VARIANT column ``v``, or NULL for a good
+    event; reads the columns of :func:`_types`."""
     from pyspark.sql import functions as F
 
-    checks: list[tuple[Column, Column]] = [
-        (v.isNull(), F.lit("malformed JSON")),
-        (~F.schema_of_variant(v).startswith("OBJECT"), F.lit("not a JSON object")),
+    checks: list[tuple[str, str]] = [
+        (f"{v} IS NULL", _q("malformed JSON")),
+        (f"NOT startswith(schema_of_variant({v}), 'OBJECT')", _q("not a JSON object")),
     ]
     for f in fields(kind):
-        t = F.col(f"_t_{f.name}")
-        absent = F.coalesce(t == "VOID", F.lit(True))
+        t = f"_t_{f.name}"
+        absent = f"coalesce({t} = 'VOID', true)"
         if not f.nullable:
-            checks.append((absent, F.lit(f"missing field {f.name}")))
+            checks.append((absent, _q(f"missing field {f.name}")))
         if f.type in _NO_FIT:
-            checks.append(
-                (F.coalesce(F.col(f"_f_{f.name}"), F.lit(False)), F.lit(_NO_FIT[f.type](f)))
-            )
+            checks.append((f"coalesce(_f_{f.name}, false)", _q(_NO_FIT[f.type](f))))
+        given = _q(f"field {f.name} must be {TYPE_WORDS[f.type]}, got ")
         checks.append(
-            (
-                ~absent & ~t.isin(*ACCEPTS[f.type]),
-                F.concat(F.lit(f"field {f.name} must be {TYPE_WORDS[f.type]}, got "), F.lower(t)),
-            )
+            (f"(NOT {absent}) AND (NOT {_in(t, ACCEPTS[f.type])})", f"concat({given}, lower({t}))")
         )
         if f.type == "ts":
             checks.append(
                 (
-                    ~absent & ~F.col(f"_s_{f.name}").rlike(ISO_TS_WITH_ZONE),
-                    F.lit(f"field {f.name} must be an ISO-8601 timestamp with a timezone"),
+                    f"(NOT {absent}) AND (NOT _s_{f.name} RLIKE {_q(ISO_TS_WITH_ZONE)})",
+                    _q(f"field {f.name} must be an ISO-8601 timestamp with a timezone"),
                 )
             )
         if f.allowed:
             checks.append(
                 (
-                    ~absent & ~F.col(f"_s_{f.name}").isin(*f.allowed),
-                    F.lit(f"field {f.name} must be one of {', '.join(f.allowed)}"),
+                    f"(NOT {absent}) AND (NOT {_in(f'_s_{f.name}', f.allowed)})",
+                    _q(f"field {f.name} must be one of {', '.join(f.allowed)}"),
                 )
             )
-    expr = None
-    for cond, msg in checks:
-        expr = F.when(cond, msg) if expr is None else expr.when(cond, msg)
-    assert expr is not None
-    return expr
+    return F.expr("CASE " + " ".join(f"WHEN {c} THEN {m}" for c, m in checks) + " END")
 
 
 _NO_FIT = {
@@ -110,20 +114,19 @@ _NO_FIT = {
 }
 
 
-def _no_fit(v: Column, f: Field) -> Column:
+def _no_fit(v: str, f: Field) -> str:
     """True for a number of the right JSON type that its column cannot hold: an integer outside
     32 bits (one past a long is a DECIMAL in the VARIANT), an amount outside decimal(18,2) (1e400
     is an infinite DOUBLE). The typed projection never casts with ANSI errors, so such a line is
     a bad record, never fatal."""
-    from pyspark.sql import functions as F
-
-    t = _json_type(v, f.name)
+    t, at = _json_type(v, f.name), _q("$." + f.name)
     if f.type == "int":
-        whole = F.try_variant_get(v, f"$.{f.name}", "string").rlike(INT_TEXT)
-        integral = t.isin(*ACCEPTS["int"], "DECIMAL") & whole
-        return integral & F.try_variant_get(v, f"$.{f.name}", "int").isNull()
-    return t.isin(*ACCEPTS["num"]) & (
-        F.try_variant_get(v, f"$.{f.name}", "double").try_cast(f.spark_type).isNull()
+        whole = f"try_variant_get({v}, {at}, 'string') RLIKE {_q(INT_TEXT)}"
+        integral = f"({_in(t, (*ACCEPTS['int'], 'DECIMAL'))}) AND ({whole})"
+        return f"({integral}) AND (try_variant_get({v}, {at}, 'int') IS NULL)"
+    return (
+        f"({_in(t, ACCEPTS['num'])}) AND "
+        f"(try_cast(try_variant_get({v}, {at}, 'double') AS {f.spark_type}) IS NULL)"
     )
 
 
@@ -229,10 +232,10 @@ def future_limit(max_future_seconds: float, admitted_ms: int | None = None) -> C
 
 
 def _slow_reason(
-    j: Column, v: Column, value: Column, kind: str, max_future_seconds: float, max_future: Column
+    j: Column, v: str, value: Column, kind: str, max_future_seconds: float, max_future: Column
 ) -> Column:
     """The exact reason of a line that is not certainly good (NULL: it is good after all);
-    ``v`` is the line parsed to a VARIANT."""
+    ``v`` is the column of the line parsed to a VARIANT."""
     from pyspark.sql import functions as F
 
     return (
@@ -305,9 +308,9 @@ def parse_lines(
         "*", _certainly_good(j, value, kind, max_future).alias("_fast")
     )
     variant = checked.select("*", F.when(~fast, F.try_parse_json(value)).alias("_v"))
-    variant = variant.select("*", *_types(F.col("_v"), kind, ~fast))
+    variant = variant.select("*", *_types("_v", kind, "NOT _fast"))
     reason = F.when(fast, F.lit(None)).otherwise(
-        _slow_reason(j, F.col("_v"), value, kind, max_future_seconds, max_future)
+        _slow_reason(j, "_v", value, kind, max_future_seconds, max_future)
     )
     raw = F.when(F.octet_length(value) > MAX_LINE_BYTES, F.left(value, F.lit(RAW_KEPT))).otherwise(
         value
