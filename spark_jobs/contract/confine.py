@@ -22,17 +22,23 @@ from pathlib import Path
 from spark_jobs.contract import delta, paths
 from spark_jobs.contract.errors import UserError
 from spark_jobs.contract.kafka import is_kafka
-from spark_jobs.contract.spec import load_all
+from spark_jobs.contract.spec import JobSpec, load_all
 
 
-def spec_checkpoint_folders() -> tuple[str, ...]:
-    """The folders holding the specs' checkpoints (a spec may keep its checkpoint anywhere),
-    never the data folder or one above it: that also holds the tables, the landing folders and
-    Airflow's home."""
+def _specs() -> list[JobSpec]:
+    """Every spec, or none when one is broken: a broken spec elsewhere must not block
+    maintenance of this checkpoint (the Delta table check still stands)."""
     try:
-        specs = load_all()
+        return load_all()
     except UserError:
-        specs = []  # a broken spec elsewhere must not block maintenance of this checkpoint
+        return []
+
+
+def spec_checkpoint_folders(specs: list[JobSpec] | None = None) -> tuple[str, ...]:
+    """The folders holding the checkpoints of ``specs`` (default: every spec; a spec may keep
+    its checkpoint anywhere), never the data folder or one above it: that also holds the
+    tables, the landing folders and Airflow's home."""
+    specs = _specs() if specs is None else specs
     data = paths.data_dir().resolve()
     out = []
     for s in specs:
@@ -46,21 +52,20 @@ def spec_checkpoint_folders() -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def not_checkpoints() -> list[str]:
-    """Folders that are never checkpoints even under a root: Airflow's home and the tables."""
+def not_checkpoints(specs: list[JobSpec] | None = None) -> list[str]:
+    """Folders that are never checkpoints even under a root: Airflow's home and the tables of
+    ``specs`` (default: every spec)."""
     out = [str(paths.data_dir() / "airflow")]
     if os.environ.get("AIRFLOW_HOME"):
         out.append(os.environ["AIRFLOW_HOME"])
-    try:
-        out += [s.output for s in load_all()]
-    except UserError:
-        pass  # the Delta table check below still stands
-    return out
+    return out + [s.output for s in (_specs() if specs is None else specs)]
 
 
-def check_is_checkpoint(ck: str, what: str = "checkpoint") -> None:
+def check_is_checkpoint(
+    ck: str, what: str = "checkpoint", specs: list[JobSpec] | None = None
+) -> None:
     """Refuse a folder that is (or is inside) a Delta table, a job's output or Airflow's home."""
-    for other in not_checkpoints():
+    for other in not_checkpoints(specs):
         o = paths.given(other).rstrip("/")
         if ck == o or ck.startswith(o + "/"):
             raise UserError(
@@ -114,6 +119,7 @@ def checkpoint_path(uri: str, what: str = "checkpoint") -> str:
     """The checkpoint ``uri`` names, resolved and normalised, as every command may use it: inside
     a checkpoint root and not a table; else a one-line refusal that starts with ``what`` (how
     the path was given: the commands' ``checkpoint``, the DAG guard's ``param checkpoint:``)."""
-    ck = paths.confine(uri, "checkpoints", what, spec_checkpoint_folders())
-    check_is_checkpoint(ck, what)
+    specs = _specs()  # read once for both rules
+    ck = paths.confine(uri, "checkpoints", what, spec_checkpoint_folders(specs))
+    check_is_checkpoint(ck, what, specs)
     return ck
