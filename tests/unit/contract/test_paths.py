@@ -3,11 +3,8 @@ so the Airflow plugin and the spec loader share it."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
+from fresh_imports import packages_after
 
 from spark_jobs.contract import paths
 
@@ -15,13 +12,11 @@ pytestmark = pytest.mark.unit
 
 
 def test_the_resolver_module_pulls_in_neither_spark_nor_airflow():
-    code = (
-        "import json, sys; from spark_jobs.contract.paths import resolve, roots, outside_roots;"
-        "from spark_jobs.contract.spec import load_spec;"
-        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & {'pyspark', 'py4j', 'airflow', 'delta'})))"
+    loaded = packages_after(
+        "from spark_jobs.contract.paths import resolve, roots, outside_roots\n"
+        "from spark_jobs.contract.spec import load_spec\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert json.loads(out.stdout) == []
+    assert not {"pyspark", "py4j", "airflow", "delta"} & set(loaded), sorted(loaded)
 
 
 def test_data_paths_follow_statekeeper_data_and_roots_refuse_escapes(tmp_path, monkeypatch):

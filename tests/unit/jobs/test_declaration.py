@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from fresh_imports import packages_after
 
 from spark_jobs.contract.errors import UserError
 from spark_jobs.contract.spec import load_all, load_spec
@@ -124,29 +125,18 @@ def test_publish_refuses_replace_for_a_job_without_a_scope_and_appends():
 def test_one_job_is_read_from_its_own_module_alone():
     """A command naming one job imports that job's module, not every job's (nor pandas, which
     another job's logic imports): what ``upgrade plan`` and ``checkpoint validate`` run on."""
-    import subprocess
-    import sys
+    import os
 
-    probe = (
-        "import sys\n"
+    env = {k: v for k, v in os.environ.items() if k != EXTRA_MODULES_ENV}
+    loaded = packages_after(
         "from spark_jobs.jobs import definition\n"
-        "assert definition('sessions').name == 'sessions'\n"
-        "print(sorted(m for m in sys.modules if m.startswith('spark_jobs.jobs.')))\n"
-        "print('pandas' in sys.modules)\n"
+        "assert definition('sessions').name == 'sessions'\n",
+        env,
     )
-    env = {k: v for k, v in __import__("os").environ.items() if k != EXTRA_MODULES_ENV}
-    out = subprocess.run(
-        [sys.executable, "-c", probe],
-        cwd=JOBS_DIR.parents[1],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.splitlines()
-    loaded = eval(out[0])  # a printed list of module names
+    jobs = set(loaded["spark_jobs"])
     others = {f"spark_jobs.jobs.{n}" for n in definitions()} - {"spark_jobs.jobs.sessions"}
-    assert "spark_jobs.jobs.sessions" in loaded and not others & set(loaded), loaded
-    assert out[1] == "False"
+    assert "spark_jobs.jobs.sessions" in jobs and not others & jobs, sorted(others & jobs)
+    assert "pandas" not in loaded
 
 
 def test_a_deployed_module_still_replaces_a_packaged_job(tmp_path, monkeypatch):
