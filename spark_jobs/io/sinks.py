@@ -15,6 +15,7 @@ are summed and handed to the progress log, never written to a table.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -114,6 +115,38 @@ def _write_once(
         spark.conf.unset(TXN_VERSION)
 
 
+def side_by_side(spark: Any, writes: list[Callable[[], None]]) -> None:
+    """Run ``writes`` at the same time and wait for all of them; the first failure is raised.
+
+    A batch's two tables are independent commits, each exactly once by its own txn pair, so
+    their order does not matter. Most of a small write is the driver's (Delta's log, the
+    commit), not the cores': side by side, a batch that writes both tables (a first batch, or
+    one with a bad line) pays for about one. The threads carry the batch's local properties
+    (``inheritable_thread_target``), as its own jobs do."""
+    from pyspark import inheritable_thread_target
+
+    errors: list[BaseException] = []
+
+    @inheritable_thread_target(spark)
+    def run(write: Callable[[], None]) -> None:
+        try:
+            write()
+        except BaseException as exc:  # noqa: BLE001 - handed to the batch's thread, raised there
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(w,), daemon=True) for w in writes[1:]]
+    for t in threads:
+        t.start()
+    try:
+        if writes:
+            writes[0]()
+    finally:
+        for t in threads:
+            t.join()
+    if errors:
+        raise errors[0]
+
+
 def make_batch_writer(
     output: str,
     quarantine: str,
@@ -151,16 +184,27 @@ def make_batch_writer(
                 F.count(F.when(is_metric, 1)).alias("_metrics"),
                 *sums,
             ).first()
+            writes: list[Callable[[], None]] = []
             # Empty writes only to create a table, so both tables exist after a first run.
             if counts["_bad"] or not delta_log.exists(quarantine):
                 bad = batch.where(is_bad).select(f"{QUARANTINE_COL}.*")
-                _write(bad, quarantine, app_id, batch_id, None, rows=counts["_bad"])
+                writes.append(
+                    lambda: _write(bad, quarantine, app_id, batch_id, None, rows=counts["_bad"])
+                )
             if counts["_out"] or not output_exists:
                 rows = batch.where(~is_bad & ~is_metric).select(*data_columns)
-                _write(rows, output, app_id, batch_id, upsert_keys, upsert_update, counts["_out"])
-                # the new version's check, rebuilt between batches rather than in the next write
-                # (not at a batch's start: in a fresh process that slowed runs writing nothing)
-                delta_txns.warm(batch.sparkSession, output)
+
+                def write_output() -> None:
+                    _write(
+                        rows, output, app_id, batch_id, upsert_keys, upsert_update, counts["_out"]
+                    )
+                    # the new version's check, rebuilt between batches rather than in the next
+                    # write (not at a batch's start: in a fresh process that slowed runs writing
+                    # nothing)
+                    delta_txns.warm(batch.sparkSession, output)
+
+                writes.append(write_output)
+            side_by_side(batch.sparkSession, writes)
             if counts["_metrics"] or has_keys:
                 if batch_id != held["batch"]:  # the same batch again starts where it started
                     held["batch"], held["base"] = batch_id, held["total"]
