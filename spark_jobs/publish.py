@@ -162,7 +162,8 @@ def _recomplete(spec: Any, staged: str, key: str) -> None:
     from spark_jobs.contract.spec import load_spec
 
     if spec.output == load_spec(spec.name).output and delta_log.exists(staged):
-        record_publish(spec, staged, key, marked_version(spec.output, key))
+        version = marked_version(spec.output, key)
+        record_publish(spec, staged, key, version, definition(spec.name).time_column)
 
 
 def _skipped(job: str, live: str, key: str, done: dict[str, Any]) -> dict[str, Any]:

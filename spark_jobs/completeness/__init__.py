@@ -78,11 +78,14 @@ def _test_pause(batch: int | None) -> None:
         time.sleep(600)
 
 
-def record_publish(spec: JobSpec, staged: str, key: str, version: int | None) -> cp.Entry | None:
+def record_publish(
+    spec: JobSpec, staged: str, key: str, version: int | None, time_column: str
+) -> cp.Entry | None:
     """After a backfill's publish into the live table of ``spec``: append the partitions its
-    rows touch that were already announced complete to ``recompletions.jsonl`` (the others are
-    announced when the watermark passes them). Once per publish key, also when run again (a
-    publish killed after its commit is finished by its next try, which skips the commit)."""
+    rows touch (by the table's ``time_column``) that were already announced complete to
+    ``recompletions.jsonl`` (the others are announced when the watermark passes them). Once per
+    publish key, also when run again (a publish killed after its commit is finished by its next
+    try, which skips the commit)."""
     if cp.ledger_path(spec.checkpoint) is None:
         return None
     if any(e.publish_key == key for e in cp.read(spec.checkpoint, paths.RECOMPLETIONS_FILE)):
@@ -93,10 +96,7 @@ def record_publish(spec: JobSpec, staged: str, key: str, version: int | None) ->
     import pyarrow.compute as pc
     from deltalake import DeltaTable
 
-    from spark_jobs.jobs import definition
-
-    col = definition(spec.name).time_column
-    times = DeltaTable(staged).to_pyarrow_dataset().to_table(columns=[col])[col]
+    times = DeltaTable(staged).to_pyarrow_dataset().to_table(columns=[time_column])[time_column]
     bounds = pc.min_max(times)
     lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
     if lo is None:
@@ -114,14 +114,12 @@ def record_publish(spec: JobSpec, staged: str, key: str, version: int | None) ->
     )
 
 
-def recorder(spec: JobSpec) -> Callable[[dict[str, Any]], None] | None:
-    """The listener's per-batch hook for ``spec`` (None for a remote checkpoint: the ledger is
-    kept on local ones only)."""
+def recorder(spec: JobSpec, settles: float) -> Callable[[dict[str, Any]], None] | None:
+    """The listener's per-batch hook for ``spec``, whose job's rows settle ``settles`` seconds
+    after their partition ends (``JobDef.settles_after``); None for a remote checkpoint: the
+    ledger is kept on local ones only."""
     if cp.ledger_path(spec.checkpoint) is None:
         return None
-    from spark_jobs.jobs import definition
-
-    settles = float(definition(spec.name).settles_after(spec))
 
     def on_batch(record: dict[str, Any]) -> None:
         record_batch(spec, settles, record)
@@ -129,8 +127,9 @@ def recorder(spec: JobSpec) -> Callable[[dict[str, Any]], None] | None:
     return on_batch
 
 
-def catch_up(spec: JobSpec) -> cp.Entry | None:
-    """At a run's start: the entry of the newest committed batch, when a kill lost it.
+def catch_up(spec: JobSpec, settles: float) -> cp.Entry | None:
+    """At a run's start: the entry of the newest committed batch, when a kill lost it
+    (``settles``: as for :func:`recorder`).
 
     The listener sees a batch after its commit, so a kill between the two (or while the
     listener lags the query) leaves batches committed with no entry. The next batch's entry
@@ -142,7 +141,6 @@ def catch_up(spec: JobSpec) -> cp.Entry | None:
     if cp.ledger_path(spec.checkpoint) is None:
         return None
     from spark_jobs.checkpoints.layout import read_layout
-    from spark_jobs.jobs import definition
 
     lay = read_layout(spec.checkpoint, parse_tail=2, sizes=False)  # the last offset may be new
     last = lay.last_committed
@@ -151,4 +149,4 @@ def catch_up(spec: JobSpec) -> cp.Entry | None:
         return None
     watermark = datetime.fromtimestamp(wm / 1000, UTC).isoformat()
     record = {"batchId": last, "eventTime": {"watermark": watermark}}
-    return record_batch(spec, float(definition(spec.name).settles_after(spec)), record)
+    return record_batch(spec, settles, record)

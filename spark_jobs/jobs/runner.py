@@ -275,8 +275,9 @@ def run_job(
         # Version at start, read from the log's file names: the summary reads only new commits.
         before = {uri: delta.version(uri) for uri in (spec.output, spec.quarantine)}
         targets = {qname: spec.checkpoint}
-        completeness.catch_up(spec)  # what a kill left committed but unrecorded
-        listener = progress.make_listener(spec.name, targets, completeness.recorder(spec))
+        settles = float(job.settles_after(spec))
+        completeness.catch_up(spec, settles)  # what a kill left committed but unrecorded
+        listener = progress.make_listener(spec.name, targets, completeness.recorder(spec, settles))
         spark.streams.addListener(listener)
         queries: list[Any] = []
         stop_signal: list[int] = []

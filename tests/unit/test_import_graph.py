@@ -108,13 +108,15 @@ def boundary_breaches(roots: tuple[Path, ...] = AIRFLOW_SIDE, package: Path = PA
     )
 
 
-def folder_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+def folder_graph(graph: dict[str, set[str]], package: Path = PACKAGE) -> dict[str, set[str]]:
     """``spark_jobs/<folder>`` -> the other folders its modules import (top-level modules such
-    as ``cli`` are entry points, not folders)."""
+    as ``cli`` are entry points, not folders; a folder whose code is all in its ``__init__.py``
+    is a folder)."""
+    folders = {name for name, path in _modules(package).items() if path.name == "__init__.py"}
 
     def folder(module: str) -> str | None:
         parts = module.split(".")
-        return parts[1] if len(parts) > 2 else None
+        return parts[1] if len(parts) > 2 or (len(parts) == 2 and module in folders) else None
 
     out: dict[str, set[str]] = defaultdict(set)
     for src, targets in graph.items():
@@ -175,7 +177,22 @@ def test_the_check_sees_a_cycle_hidden_in_a_function(tmp_path):
     (pkg / "b" / "y.py").write_text("def f():\n    from spark_jobs.a.x import g\n")
     graph = module_graph(pkg)
     assert find_cycle(graph) == ["spark_jobs.a.x", "spark_jobs.b.y", "spark_jobs.a.x"]
-    assert find_cycle(folder_graph(graph)) == ["a", "b", "a"]
+    assert find_cycle(folder_graph(graph, pkg)) == ["a", "b", "a"]
+
+
+def test_the_check_sees_a_cycle_through_a_folder_whose_code_is_its_init(tmp_path):
+    """``spark_jobs/b/__init__.py`` holding all of ``b`` is still the folder ``b``: ``a``
+    importing it while it imports ``a`` is a cycle between folders (not between modules)."""
+    pkg = tmp_path / "spark_jobs"
+    for folder in ("a", "b"):
+        (pkg / folder).mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a" / "__init__.py").write_text("def g():\n    pass\n")
+    (pkg / "a" / "x.py").write_text("from spark_jobs import b\n")
+    (pkg / "b" / "__init__.py").write_text("def f():\n    from spark_jobs.a import g\n")
+    graph = module_graph(pkg)
+    assert find_cycle(graph) is None
+    assert find_cycle(folder_graph(graph, pkg)) == ["a", "b", "a"]
 
 
 def test_the_airflow_side_imports_only_the_contract_and_the_inspection():

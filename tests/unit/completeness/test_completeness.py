@@ -131,10 +131,10 @@ def test_a_publish_recompletes_the_complete_hours_it_changed_once_per_key(tmp_pa
     staged = str(tmp_path / "staged")
     ends = [datetime(2026, 3, 15, h, 20, tzinfo=UTC) for h in (10, 12)]  # 12:00: not complete
     write_deltalake(staged, pa.table({"session_end": pa.array(ends, pa.timestamp("us", "UTC"))}))
-    entry = completeness.record_publish(spec, staged, "k1", version=7)
+    entry = completeness.record_publish(spec, staged, "k1", 7, "session_end")
     assert entry is not None and entry.keys == ("2026-03-15T10:00:00", "2026-03-15T11:00:00")
     assert entry.version == 7
-    assert completeness.record_publish(spec, staged, "k1", version=7) is None  # a retry
+    assert completeness.record_publish(spec, staged, "k1", 7, "session_end") is None  # a retry
     assert [e.keys for e in cp.read(spec.checkpoint, paths.RECOMPLETIONS_FILE)] == [entry.keys]
 
 
@@ -147,14 +147,14 @@ def test_a_run_starts_by_recording_the_committed_batches_a_kill_left_unrecorded(
     t0 = int(datetime(2026, 3, 15, 10, 40, tzinfo=UTC).timestamp() * 1000)
     # batch b ran with the watermark 10:30 + b hours (the synthetic offsets: t0 + b h - 10 min)
     make_checkpoint(spec.checkpoint, batches=5, t0_ms=t0, interval_ms=3_600_000)
-    assert completeness.catch_up(spec) is None, "no ledger and no progress: no origin yet"
+    assert completeness.catch_up(spec, GAP) is None, "no ledger and no progress: no origin yet"
     _batch(spec, GAP, _record(0, "1970-01-01T00:00:00.000Z", _iso("10:05")))
     first = _batch(spec, GAP, _record(1, _iso("11:20")))  # complete through 10:00: no key yet
     assert first is not None and first.keys == ()
 
     # batch 4's watermark is 14:30: every hour ending by 14:30 - the gap is complete
-    caught = completeness.catch_up(spec)
+    caught = completeness.catch_up(spec, GAP)
     assert caught is not None and caught.batch_id == 4
     assert caught.keys == tuple(f"2026-03-15T{h}:00:00" for h in range(10, 14))
-    assert completeness.catch_up(spec) is None  # started again: nothing twice
+    assert completeness.catch_up(spec, GAP) is None  # started again: nothing twice
     assert [e.seq for e in cp.read(spec.checkpoint)] == [0, 1]
