@@ -75,6 +75,7 @@ def test_kill_9_between_ledger_and_progress_then_rerun_announces_each_hour_once(
 ):
     from spark_jobs.completeness import catch_up
     from spark_jobs.contract.spec import load_spec
+    from spark_jobs.jobs import definition
     from spark_jobs.runtime import progress
 
     land_hours(tmp_path / "land")
@@ -113,4 +114,5 @@ def test_kill_9_between_ledger_and_progress_then_rerun_announces_each_hour_once(
     spec = load_spec("sessions", specs).with_overrides(
         input=str(tmp_path / "land"), output=str(out), checkpoint=str(ck)
     )
-    assert catch_up(spec) is None and cp.read(str(ck)) == entries
+    settles = float(definition("sessions").settles_after(spec))
+    assert catch_up(spec, settles) is None and cp.read(str(ck)) == entries
