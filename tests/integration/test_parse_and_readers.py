@@ -258,10 +258,11 @@ def test_batch_writer_splits_rows_and_hands_key_metrics_to_the_progress_log(spar
 
 
 def test_batch_writer_rebuilds_the_exactly_once_check_off_the_write(spark, tmp_path):
-    """After a write, the next batch's write finds Delta's txn check already rebuilt: its jobs are
-    the count and the file write only (Delta's snapshot rebuild would be one more, and so would
-    the shuffle of an optimized write: the writer sizes the files from its count instead, one
-    file for a small batch of several partitions); a replayed batch is still skipped."""
+    """After a batch's writes, the next batch's writes find Delta's txn check of both tables
+    already rebuilt: its jobs are the count and one file write per table (Delta's snapshot
+    rebuild would be one more job per table, and so would the shuffle of an optimized write: the
+    writer sizes the files from its count instead, one file for a small batch of several
+    partitions); a replayed batch is still skipped by both tables."""
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
     (ckpt / "metadata").write_text(json.dumps({"id": "5b0e7d2c-query"}) + "\n")
@@ -271,24 +272,32 @@ def test_batch_writer_rebuilds_the_exactly_once_check_off_the_write(spark, tmp_p
     )
     out, quarantine = str(tmp_path / "out"), str(tmp_path / "q")
     write = sinks.make_batch_writer(out, quarantine, str(ckpt), "job", ["user_id", "n"])
-    write(spark.createDataFrame([("u1", 1, None, None)], schema), 0)
-    delta_txns._running[out].join()  # the rebuild started after batch 0's write
+    write(
+        spark.createDataFrame([("u1", 1, None, None), (None, None, ("x", "bad"), None)], schema), 0
+    )
+    for table in (out, quarantine):  # the rebuilds started after batch 0's writes
+        if (rebuild := delta_txns._running.get(table)) is not None:
+            rebuild.join()
     sc = spark.sparkContext
     sc.setJobGroup("batch-1", "batch 1")
     rows = [("u2", 2, None, None), ("u3", 3, None, None), ("u4", 4, None, None)]
+    rows += [(None, None, ("y", "bad"), None)]
     try:
         write(spark.createDataFrame(rows, schema).repartition(3), 1)
         from deltalake import DeltaTable
 
         table = DeltaTable(out)
         assert table.metadata().configuration["delta.autoOptimize.optimizeWrite"] == "true"
-        assert len(sc.statusTracker().getJobIdsForGroup("batch-1")) == 2
+        # the count, the output's write, the quarantine's write (side by side, same group)
+        assert len(sc.statusTracker().getJobIdsForGroup("batch-1")) == 3
         assert len(table.file_uris()) == 2  # batch 0's file and batch 1's one
         write(spark.createDataFrame(rows, schema), 1)  # replayed
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
     got = sorted(tuple(r) for r in spark.read.format("delta").load(out).collect())
     assert got == [("u1", 1), ("u2", 2), ("u3", 3), ("u4", 4)]
+    bad = sorted(r.raw_line for r in spark.read.format("delta").load(quarantine).collect())
+    assert bad == ["x", "y"]
 
 
 def test_an_event_no_later_than_one_already_admitted_is_not_in_the_future(spark, tmp_path):
