@@ -34,10 +34,9 @@ def base_confs() -> dict[str, str]:
         # Spark keeps the classes it generates for a plan in one cache per JVM, 100 by default,
         # least recently used out. A micro-batch of a job (parse, quarantine, stateful step,
         # Delta's write or MERGE and its log) needs more than 100, so every batch evicted the
-        # classes the next one needed and compiled 45 to 64 again (which the JVM then compiled
-        # anew too). With room for 1,000: 2 or 3 a batch; a continuous user_counts with 21-line
-        # batches went from a median batch of 3.7 s to 2.4 s. A static setting: it applies when
-        # the session starts.
+        # classes the next one needed and compiled 45 to 64 again. With room for 1,000: 2 or 3
+        # a batch; a continuous user_counts with 21-line batches went from a median batch of
+        # 3.7 s to 2.4 s. A static setting: it applies when the session starts.
         CODEGEN_CACHE: "1000",
         # Delta rebuilds a table's snapshot (its log) with this many tasks before each write and
         # read. The default, 50, cost ~5 s per micro-batch on two cores for a log of a few
