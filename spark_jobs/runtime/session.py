@@ -107,12 +107,13 @@ def build_session(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("STATEKEEPER_SPARK_LOG_LEVEL", "ERROR"))
     # getOrCreate reuses a live session (tests): runtime SQL confs must still follow the spec.
-    # Static ones (the extensions, the codegen cache) and the catalog took effect when it started.
+    # Static ones (the extensions, the codegen cache: Spark says which) and the catalog took
+    # effect when it started.
     gateway = spark._jvm
     assert gateway is not None  # a classic session (not Spark Connect)
     static = gateway.org.apache.spark.sql.internal.SQLConf.isStaticConfigKey
     for k, v in settings.items():
         runtime = k.startswith("spark.sql.") or k.startswith(tables.SESSION_DEFAULTS_PREFIX)
-        if runtime and "extensions" not in k and "catalog" not in k and not static(k):
+        if runtime and "catalog" not in k and not static(k):
             spark.conf.set(k, v)
     return spark
