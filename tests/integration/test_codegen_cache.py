@@ -3,8 +3,8 @@
 Spark keeps generated classes in one cache per JVM (``spark.sql.codegen.cache.maxEntries``,
 100 by default). One ``user_counts`` batch (parse and quarantine, the stateful step, Delta's
 MERGE and its log) needs more than 100, so with the default every batch evicted what the next
-one needed and compiled 45 to 64 classes again (and the JVM's optimising compiler then compiled
-those). The session's setting (``spark_jobs.runtime.session``) leaves room for them all."""
+one needed and compiled 45 to 64 classes again. The session's setting
+(``spark_jobs.runtime.session``) leaves room for them all."""
 
 from __future__ import annotations
 
