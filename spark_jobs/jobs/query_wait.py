@@ -8,7 +8,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -117,6 +117,53 @@ def wait(
         for q in queries:
             if q.isActive:
                 q.awaitTermination(0.5)
+
+
+# Spark gives a Python worker it starts on the driver (transformWithState's state-schema check,
+# when a query plans its first batch) 10 s to connect back, a limit written into its code. On a
+# loaded machine that interpreter's start-up (pandas, pyarrow) can take longer, and the query
+# fails before it has read anything: seen in a CI run with four queries starting side by side.
+# Starting the query again from its checkpoint is exactly what recovery after a crash does, so
+# a run does that, a few times, instead of failing for no fault of the job.
+SLOW_WORKER = "Python worker failed to connect back"
+START_ATTEMPTS = 3
+
+
+def slow_worker_start(exc: BaseException) -> bool:
+    """Whether ``exc`` is Spark giving up on a driver-side Python worker's start (see above)."""
+    return SLOW_WORKER in str(exc)
+
+
+def wait_restarting(
+    start: Callable[[], Any],
+    queries: list[Any],
+    run_for: float | None,
+    heartbeat: Heartbeat | None = None,
+    stop_signal: list[int] | None = None,
+    attempts: int = START_ATTEMPTS,
+) -> None:
+    """Start a query with ``start`` (appended to ``queries``) and :func:`wait` on it; when it
+    fails only because a Python worker was slow to start, start it again from its checkpoint,
+    up to ``attempts`` starts in all. ``run_for`` is the whole run's, restarts included."""
+    deadline = None if run_for is None else time.time() + run_for
+    for attempt in range(1, attempts + 1):
+        queries.append(start())
+        left = None if deadline is None else max(0.0, deadline - time.time())
+        try:
+            wait(queries[-1:], left, heartbeat, stop_signal)
+            return
+        except spark_errors.SPARK_ERRORS as exc:
+            if attempt == attempts or stop_signal or not slow_worker_start(exc):
+                raise
+            name = queries[-1].name
+            stop_quietly(queries[-1], name)
+            print(
+                f"statekeeper: warning: query {name}: Spark's Python worker did not start "
+                f"within its 10 s (a loaded machine?); starting the query again from its "
+                f"checkpoint (start {attempt + 1} of {attempts})",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def _stop_between_batches(queries: list[Any], heartbeat: Heartbeat | None) -> None:

@@ -287,10 +287,13 @@ def run_job(
             else eventlog.OFF
         )
         try:
-            queries.append(start_query(spark, spec, qname))
             with query_wait.graceful_stop(stop_signal):
-                query_wait.wait(
-                    queries, run_for, query_wait.Heartbeat(spec.name, targets), stop_signal
+                query_wait.wait_restarting(
+                    lambda: start_query(spark, spec, qname),
+                    queries,
+                    run_for,
+                    query_wait.Heartbeat(spec.name, targets),
+                    stop_signal,
                 )
             query_wait.wait_for_listener(spec, queries)
         except spark_errors.SPARK_ERRORS as exc:  # a failed query, a refused plan, a JVM error
