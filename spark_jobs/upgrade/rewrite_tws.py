@@ -24,6 +24,7 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from spark_jobs.contract.errors import UserError
 from spark_jobs.io.tables import column_names
+from spark_jobs.jobs import query_wait
 from spark_jobs.upgrade.rewrite import Rewrite, _plain, check_written, place, stored_state
 from spark_jobs.upgrade.rules import struct_type
 
@@ -203,7 +204,7 @@ def _seed(
         stream = stream.withColumn("_t", F.lit(0).cast("timestamp")).withWatermark(
             "_t", "0 seconds"
         )
-    query = (
+    seed = (
         stream.groupBy(*key_cols)
         .transformWithStateInPandas(
             statefulProcessor=SeedProcessor(variables),
@@ -215,9 +216,10 @@ def _seed(
         .writeStream.format("noop")
         .option("checkpointLocation", str(seed_ck))
         .trigger(availableNow=True)
-        .start()
     )
-    query.awaitTermination()
+    # Its planning starts Spark's driver-side Python worker, as a run's does: a slow start is
+    # retried from the seed's own checkpoint the same way.
+    query_wait.wait_restarting(seed.start, [], None)
 
 
 def _point_metadata_at(rw: Rewrite, seed_ck: Path) -> None:
