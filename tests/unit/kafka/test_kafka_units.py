@@ -111,24 +111,26 @@ def test_a_run_time_input_may_name_another_topic_but_never_another_cluster():
         )
 
 
-def test_kafka_options_go_only_to_a_cluster_the_spec_names_and_read_committed_by_default():
+def test_kafka_options_go_only_to_a_cluster_the_spec_names_and_the_defaults_yield_to_them():
     spec = parse_spec(SECURED, "spec.yaml", default_name="sessions")
     own = "kafka://b-2.example:9096,b-1.example:9096/other"
     opts = source.consumer_options(spec, own)
     assert opts["kafka.sasl.jaas.config"] == "x"
     assert opts["kafka.isolation.level"] == "read_committed"  # aborted transactions stay out
+    assert opts["kafka.fetch.max.wait.ms"] == "50"  # not Kafka's 500 ms wait per small task
     # a spec put together in code (not through overrides) still cannot send them elsewhere
     rogue = replace(spec, inputs={"clickstream": "kafka://evil.example:9096/clicks"})
     with pytest.raises(UserError, match="never another cluster"):
         source.consumer_options(rogue, rogue.input)
     # without options there is nothing to leak; the spec may still say read_uncommitted
-    plain = replace(rogue, kafka_options={"isolation.level": "read_uncommitted"})
-    assert (
-        source.consumer_options(replace(plain, kafka_clusters=("evil.example:9096",)), plain.input)[
-            "kafka.isolation.level"
-        ]
-        == "read_uncommitted"
+    plain = replace(
+        rogue, kafka_options={"isolation.level": "read_uncommitted", "fetch.max.wait.ms": "500"}
     )
+    named = source.consumer_options(
+        replace(plain, kafka_clusters=("evil.example:9096",)), plain.input
+    )
+    assert named["kafka.isolation.level"] == "read_uncommitted"
+    assert named["kafka.fetch.max.wait.ms"] == "500"
 
 
 def test_a_changed_cluster_or_topic_id_is_one_line_with_a_fix():
