@@ -126,6 +126,7 @@ def wait(
 # Starting the query again from its checkpoint is exactly what recovery after a crash does, so
 # a run does that, a few times, instead of failing for no fault of the job.
 SLOW_WORKER = "Python worker failed to connect back"
+WORKER_START_SECONDS = 10  # Spark's (PythonWorkerFactory.createSimpleWorker), not a setting
 START_ATTEMPTS = 3
 
 
@@ -159,8 +160,8 @@ def wait_restarting(
             stop_quietly(queries[-1], name)
             print(
                 f"statekeeper: warning: query {name}: Spark's Python worker did not start "
-                f"within its 10 s (a loaded machine?); starting the query again from its "
-                f"checkpoint (start {attempt + 1} of {attempts})",
+                f"within its {WORKER_START_SECONDS} s (a loaded machine?); starting the query "
+                f"again from its checkpoint (start {attempt + 1} of {attempts})",
                 file=sys.stderr,
                 flush=True,
             )
