@@ -354,10 +354,11 @@ def _side(parsed: DataFrame, cond: Column) -> DataFrame:
     return parsed.where(F.when(F.spark_partition_id() >= 0, cond).otherwise(every))
 
 
-def good_events(parsed: DataFrame, kind: str) -> DataFrame:
+def good_events(parsed: DataFrame, kind: str, keys: tuple[str, ...] = ()) -> DataFrame:
+    """The good lines' events, with the added key ``keys`` (a hash bucket) they were shuffled on."""
     from pyspark.sql import functions as F
 
-    return _side(parsed, F.col("_reason").isNull()).select(*[f.name for f in fields(kind)])
+    return _side(parsed, F.col("_reason").isNull()).select(*[f.name for f in fields(kind)], *keys)
 
 
 def bad_records(parsed: DataFrame, job: str, kind: str) -> DataFrame:

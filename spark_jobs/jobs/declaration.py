@@ -63,15 +63,20 @@ class JobParams(BaseModel):
             raise UserError(f"job spec {spec.path or spec.name}: params.{name} {why}") from None
 
 
-def grouped_by(columns: Mapping[str, str]) -> Callable[[Any], dict[str, list[Any]]]:
+def grouped_by(columns: Mapping[str, str]) -> Callable[[Any], dict[str, dict[str, Any]]]:
     """``JobDef.shuffle_keys`` of a job whose operator groups each kind's events by one column."""
 
-    def keys(spec: Any) -> dict[str, list[Any]]:
+    def keys(spec: Any) -> dict[str, dict[str, Any]]:
         from pyspark.sql import functions as F
 
-        return {kind: [F.col(c)] for kind, c in columns.items()}
+        return {kind: {c: F.col(c)} for kind, c in columns.items()}
 
     return keys
+
+
+def watermarked(columns: Mapping[str, str]) -> Callable[[Any], Mapping[str, str]]:
+    """``JobDef.watermarks`` of a job that always watermarks each kind's events on one column."""
+    return lambda spec: dict(columns)
 
 
 @dataclass(frozen=True)
@@ -121,10 +126,15 @@ class JobDef:
     state_format: str | None = None
     # spec -> the time mode Spark pins in the checkpoint (transformWithState), bound likewise.
     time_mode: Callable[[Any], str] | None = None
-    # spec -> {kind: the columns its stateful operator groups that kind's events by}: the runner
+    # spec -> {kind: {name: column}}, the columns its stateful operator groups that kind's
+    # events by (a name not among the event's fields is added, e.g. a hash bucket): the runner
     # partitions the parsed lines on them (spark_jobs.io.events.shared), so the operator adds no
     # shuffle of its own. A wrong or missing one costs a second shuffle, never a wrong row.
-    shuffle_keys: Callable[[Any], Mapping[str, list[Any]]] | None = None
+    shuffle_keys: Callable[[Any], Mapping[str, Mapping[str, Any]]] | None = None
+    # spec -> {kind: the event-time column its watermark is on}: the runner sets the watermark
+    # below that shuffle (spark_jobs.io.watermarks); above it, the operator would shuffle again.
+    # The job's build asks for it with ``watermarks.on``, which then adds nothing.
+    watermarks: Callable[[Any], Mapping[str, str]] | None = None
     # spec -> event-time seconds the watermark must pass a row's ``time_column`` by before that
     # row is written (a session's gap, an unpaid order's payment window): the completeness rule
     # (spark_jobs.contract.completeness). 0: a row is written once the watermark reaches it.

@@ -5,16 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from spark_jobs.contract.durations import spark_interval
-from spark_jobs.jobs.declaration import JobDef, grouped_by
+from spark_jobs.io import watermarks
+from spark_jobs.jobs.declaration import JobDef, grouped_by, watermarked
 
 
 def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
-    return (
-        events["clickstream"]
-        .withWatermark("event_time", spark_interval(spec.watermark_seconds))
-        .dropDuplicatesWithinWatermark(["event_id"])
-    )
+    stream = watermarks.on(events["clickstream"], "event_time", spec.watermark_seconds)
+    return stream.dropDuplicatesWithinWatermark(["event_id"])
 
 
 JOB = JobDef(
@@ -28,4 +25,5 @@ JOB = JobDef(
     time_column="event_time",
     build=build,
     shuffle_keys=grouped_by({"clickstream": "event_id"}),
+    watermarks=watermarked({"clickstream": "event_time"}),
 )

@@ -16,10 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import PositiveInt
 
-from spark_jobs.contract.durations import spark_interval
-from spark_jobs.io import key_metrics
+from spark_jobs.io import key_metrics, watermarks
 from spark_jobs.jobs import keyed
-from spark_jobs.jobs.declaration import Duration, JobDef, StateRule
+from spark_jobs.jobs.declaration import Duration, JobDef, StateRule, watermarked
 from spark_jobs.state import buckets
 from spark_jobs.state.fraud import BUCKET_COLUMNS, STATE_SCHEMA, from_json_state
 
@@ -118,7 +117,7 @@ def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
     p = Params.of(spec)
     gap_ms = int(p.failure_gap * 1000)
     columns = JOB.columns
-    stream = events["auth"].withWatermark("event_time", spark_interval(spec.watermark_seconds))
+    stream = watermarks.on(events["auth"], "event_time", spec.watermark_seconds)
     if spec.executor == "batched":
         from spark_jobs.state import fraud_bulk
 
@@ -151,6 +150,7 @@ JOB = JobDef(
     time_column="alert_time",
     build=build,
     shuffle_keys=keyed.shuffle_keys("auth", "user_id", Params),
+    watermarks=watermarked({"auth": "event_time"}),
     state_key=("user_id",),
     params=Params,
     state_schema=STATE_SCHEMA,

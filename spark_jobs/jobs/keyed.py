@@ -49,7 +49,7 @@ class BatchedParams(JobParams):
 
 def bucket_column(key: str, buckets: int) -> Any:
     """The bucket of ``key`` (not aliased): what the executor groups by, and so what the runner
-    partitions the parsed lines on (:func:`shuffle_keys`)."""
+    partitions the parsed lines on, as the column ``BUCKET`` (:func:`shuffle_keys`)."""
     from pyspark.sql import functions as F
 
     return F.pmod(F.xxhash64(F.col(key)), F.lit(buckets)).cast("int")
@@ -82,12 +82,12 @@ def shuffle_keys(kind: str, key: str, params: type[BatchedParams]) -> Any:
     """A keyed job's ``JobDef.shuffle_keys``: its ``kind`` events grouped by ``key``, or by the
     key's bucket on the batched executor."""
 
-    def keys(spec: Any) -> dict[str, list[Any]]:
+    def keys(spec: Any) -> dict[str, dict[str, Any]]:
         from pyspark.sql import functions as F
 
         if spec.executor == "batched":
-            return {kind: [bucket_column(key, params.of(spec).buckets)]}
-        return {kind: [F.col(key)]}
+            return {kind: {BUCKET: bucket_column(key, params.of(spec).buckets)}}
+        return {kind: {key: F.col(key)}}
 
     return keys
 
@@ -103,8 +103,15 @@ def bucketed(
 ) -> Any:
     """``stream`` grouped by the hash bucket of ``key`` into ``n_buckets``, ``func`` applied per
     bucket; ``schema`` is the job's output DDL (the metric column is added here),
-    ``state_schema`` its bucket state's (:func:`spark_jobs.state.buckets.schema`)."""
-    bucket = bucket_column(key, n_buckets).alias(BUCKET)
+    ``state_schema`` its bucket state's (:func:`spark_jobs.state.buckets.schema`). A ``BUCKET``
+    column already in ``stream`` (the runner's, which it partitioned on) is used as it is:
+    the operator then finds its input distributed by the very column it groups by."""
+    from pyspark.sql import functions as F
+
+    if BUCKET in stream.columns:
+        bucket = F.col(BUCKET)
+    else:
+        bucket = bucket_column(key, n_buckets).alias(BUCKET)
     output = key_metrics.output_schema(schema)
     return (
         stream.select(bucket, *input_columns)

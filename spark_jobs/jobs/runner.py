@@ -29,7 +29,7 @@ from spark_jobs.contract.lock import JobLock
 from spark_jobs.contract.progress_log import BatchProgress, ProgressLog
 from spark_jobs.contract.spec import JobSpec
 from spark_jobs.io import events as ev
-from spark_jobs.io import sinks, sources
+from spark_jobs.io import sinks, sources, watermarks
 from spark_jobs.jobs import definition, fingerprint, query_wait
 from spark_jobs.runtime import binding, progress, spark_errors
 
@@ -191,20 +191,28 @@ def build_stream(spark: Any, spec: JobSpec) -> Any:
     """The query's rows: the job's output unioned with the bad records of every input.
 
     Each source is scanned and parsed once per batch: the job and the bad records both read the
-    parsed lines' one shuffle (:func:`spark_jobs.io.events.shared`)."""
+    parsed lines' one shuffle (:func:`spark_jobs.io.events.shared`), partitioned on what the
+    job's operator groups by (a bucket column added first) and under the job's watermark
+    (:func:`spark_jobs.io.watermarks.before_shuffle`), so the operator adds no shuffle."""
+    from pyspark.sql import functions as F
+
     job = definition(spec.name)
     good: dict[str, Any] = {}
     bad = None
     keys = job.shuffle_keys(spec) if job.shuffle_keys else {}
+    marks = job.watermarks(spec) if job.watermarks else {}
     admitted = admitted_until_ms(spec)
     for kind in spec.kinds:
         lines = sources.read_lines(spark, spec, kind)
-        parsed = ev.shared(
-            ev.parse_lines(lines, kind, spec.max_future_seconds, admitted),
-            spec.shuffle_partitions,
-            keys.get(kind),
-        )
-        good[kind] = ev.good_events(parsed, kind)
+        parsed = ev.parse_lines(lines, kind, spec.max_future_seconds, admitted)
+        by = dict(keys.get(kind) or {})
+        added = {name: c for name, c in by.items() if name not in parsed.columns}
+        if added:
+            parsed = parsed.withColumns(added)
+        if kind in marks:
+            parsed = watermarks.before_shuffle(parsed, kind, marks[kind], spec.watermark_seconds)
+        parsed = ev.shared(parsed, spec.shuffle_partitions, [F.col(n) for n in by] or None)
+        good[kind] = ev.good_events(parsed, kind, tuple(added))
         b = ev.bad_records(parsed, spec.name, kind)
         bad = b if bad is None else bad.unionByName(b)
     return sinks.combine(job.build(spark, spec, good), bad)

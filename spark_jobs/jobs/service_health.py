@@ -15,9 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from spark_jobs.contract import delta, paths
-from spark_jobs.contract.durations import spark_interval
 from spark_jobs.contract.errors import UserError
-from spark_jobs.io import key_metrics
+from spark_jobs.io import key_metrics, watermarks
 from spark_jobs.jobs.declaration import Duration, JobDef, JobParams, grouped_by
 from spark_jobs.state import service_health as logic
 
@@ -68,7 +67,7 @@ def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
     mode = time_mode(spec)
     stream = events["service-logs"].select("service", "event_time")
     if mode == "EventTime":
-        stream = stream.withWatermark("event_time", spark_interval(spec.watermark_seconds))
+        stream = watermarks.on(stream, "event_time", spec.watermark_seconds)
     return stream.groupBy("service").transformWithStateInPandas(
         statefulProcessor=make_processor(stale_ms, mode, JOB.columns),
         outputStructType=key_metrics.output_schema(SCHEMA),
@@ -86,6 +85,10 @@ JOB = JobDef(
     time_column="last_seen",
     build=build,
     shuffle_keys=grouped_by({"service-logs": "service"}),
+    # event time only: a processing-time job has no watermark
+    watermarks=lambda spec: (
+        {"service-logs": "event_time"} if time_mode(spec) == "EventTime" else {}
+    ),
     state_key=("service",),
     settles_after=lambda spec: Params.of(spec).stale_after,
     params=Params,

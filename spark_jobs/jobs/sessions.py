@@ -10,10 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import NonNegativeInt
 
-from spark_jobs.contract.durations import spark_interval
-from spark_jobs.io import key_metrics
+from spark_jobs.io import key_metrics, watermarks
 from spark_jobs.jobs import keyed
-from spark_jobs.jobs.declaration import Duration, JobDef, StateRule
+from spark_jobs.jobs.declaration import Duration, JobDef, StateRule, watermarked
 from spark_jobs.state import buckets
 from spark_jobs.state.sessions import BUCKET_COLUMNS, STATE_SCHEMA, from_json_state
 
@@ -166,9 +165,7 @@ def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
     p = Params.of(spec)
     gap_ms = int(p.gap * 1000)
     columns = JOB.columns
-    stream = events["clickstream"].withWatermark(
-        "event_time", spark_interval(spec.watermark_seconds)
-    )
+    stream = watermarks.on(events["clickstream"], "event_time", spec.watermark_seconds)
     if spec.executor == "batched":
         return batched(stream, p, gap_ms, keyed.delay_ms(spec), columns)
     return (
@@ -192,6 +189,7 @@ JOB = JobDef(
     time_column="session_end",
     build=build,
     shuffle_keys=keyed.shuffle_keys("clickstream", "user_id", Params),
+    watermarks=watermarked({"clickstream": "event_time"}),
     state_key=("user_id",),
     settles_after=lambda spec: Params.of(spec).gap,
     params=Params,

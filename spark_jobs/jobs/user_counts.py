@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from spark_jobs.contract.durations import spark_interval
-from spark_jobs.io import key_metrics
+from spark_jobs.io import key_metrics, watermarks
 from spark_jobs.io.tables import column_names
-from spark_jobs.jobs.declaration import JobDef, grouped_by
+from spark_jobs.jobs.declaration import JobDef, grouped_by, watermarked
 
 SCHEMA = "user_id string, total_events bigint, purchases bigint, last_event_time timestamp"
 COLUMNS = column_names(SCHEMA)
@@ -45,9 +44,7 @@ def update_totals(key: tuple, pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
 
 
 def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
-    stream = events["clickstream"].withWatermark(
-        "event_time", spark_interval(spec.watermark_seconds)
-    )
+    stream = watermarks.on(events["clickstream"], "event_time", spec.watermark_seconds)
     return (
         stream.select("user_id", "event_time", "event_type")
         .groupBy("user_id")
@@ -69,6 +66,7 @@ JOB = JobDef(
     time_column="last_event_time",
     build=build,
     shuffle_keys=grouped_by({"clickstream": "user_id"}),
+    watermarks=watermarked({"clickstream": "event_time"}),
     state_key=("user_id",),
     sink="upsert",
     additive={"total_events": "sum", "purchases": "sum", "last_event_time": "max"},

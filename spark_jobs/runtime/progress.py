@@ -42,6 +42,7 @@ from spark_jobs.contract.progress_log import (
     log_uri,
     rotated,
 )
+from spark_jobs.runtime import event_time_stats
 
 IDLE_LOG_EVERY = 60.0  # seconds; well below the supervisor's stalled limit (5 minutes)
 HEARTBEAT_EVERY_ENV = "STATEKEEPER_HEARTBEAT_SECONDS"
@@ -159,6 +160,7 @@ def make_listener(
         def log_progress(self, progress_json: str) -> None:
             """The batch's record, from the JSON Spark writes for its progress."""
             progress = json.loads(progress_json)
+            event_time_stats.restore(progress)
             checkpoint = targets.get(progress.get("name") or "")
             if checkpoint is None:
                 return
