@@ -213,6 +213,12 @@ def parse(spark: Any, work: Path, events: int, rounds: int) -> dict[str, Any]:
     - with the shuffle: the same parse as the runner plans it (one shuffle on ``user_id``, read
       by the good and the quarantine side, one write of their union), against the reader plus
       the same shuffle on ``user_id``.
+
+    And Spark's ``from_json`` alone on the same text lines, every field materialised: the floor
+    of any parse that keeps each line's text (a bad line's raw text is the quarantine's), as the
+    JSON reader cannot give it back. ``from_json`` makes a character reader per line
+    (``CreateJacksonParser.utf8String``: an ``InputStreamReader``, with its 8 KB buffer, over
+    the line's bytes) where the file reader hands Jackson the bytes themselves.
     """
     from pyspark.sql import functions as F
 
@@ -238,6 +244,8 @@ def parse(spark: Any, work: Path, events: int, rounds: int) -> dict[str, Any]:
             .json(files)
         )
 
+    corrupt = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": ev.CORRUPT}
+
     def noop(df: Any) -> None:
         df.write.format("noop").mode("overwrite").save()
 
@@ -251,6 +259,11 @@ def parse(spark: Any, work: Path, events: int, rounds: int) -> dict[str, Any]:
         "native": lambda: noop(reader()),
         "ours_shuffled": ours_shuffled,
         "native_shuffled": lambda: noop(reader().repartition(PARTITIONS, "user_id")),
+        "from_json": lambda: noop(
+            lines()
+            .select(F.from_json("value", ev.native_schema("clickstream"), corrupt).alias("j"))
+            .select("j.*")
+        ),
     }
     contenders["native"]()  # warm-up: the file listing and the JIT, for both
     contenders["ours"]()
@@ -267,6 +280,7 @@ def parse(spark: Any, work: Path, events: int, rounds: int) -> dict[str, Any]:
         **{f"{who}_seconds": times[who] for who in names},
         "ratio_vs_native": round(med["ours"] / med["native"], 2),
         "ratio_vs_native_shuffled": round(med["ours_shuffled"] / med["native_shuffled"], 2),
+        "ratio_from_json_vs_native": round(med["from_json"] / med["native"], 2),
         "load_average": os.getloadavg(),
     }
 
