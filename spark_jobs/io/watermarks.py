@@ -34,12 +34,14 @@ DELAY_KEY = "spark.watermarkDelayMs"
 
 
 def has_watermark(df: DataFrame, column: str) -> bool:
+    """Whether ``column`` of ``df`` carries a watermark (set anywhere below ``df``)."""
     return DELAY_KEY in df.schema[column].metadata
 
 
 def on(df: DataFrame, column: str, seconds: float) -> DataFrame:
     """``df`` with a watermark of ``seconds`` on ``column``, unless ``column`` has one already
-    (the runner's, :func:`before_shuffle`): a second watermark node would cost the shuffle again."""
+    (the runner's, :func:`before_shuffle`): Spark refuses a query that sets it twice
+    ("Redefining watermark is disallowed")."""
     if has_watermark(df, column):
         return df
     return df.withWatermark(column, spark_interval(seconds))
