@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from spark_jobs.contract.durations import spark_interval
-from spark_jobs.jobs.declaration import Duration, JobDef, JobParams, grouped_by
+from spark_jobs.io import watermarks
+from spark_jobs.jobs.declaration import Duration, JobDef, JobParams, grouped_by, watermarked
 
 
 class Params(JobParams):
@@ -17,22 +18,16 @@ class Params(JobParams):
 def build(spark: Any, spec: Any, events: dict[str, Any]) -> Any:
     from pyspark.sql import functions as F
 
-    wm = spark_interval(spec.watermark_seconds)
     within = spark_interval(Params.of(spec).payment_within)
-    orders = (
-        events["orders"]
-        .select("order_id", "user_id", "amount", F.col("event_time").alias("order_time"))
-        .withWatermark("order_time", wm)
+    # the watermark on each input's event_time, renamed after (the alias keeps it)
+    orders = watermarks.on(events["orders"], "event_time", spec.watermark_seconds).select(
+        "order_id", "user_id", "amount", F.col("event_time").alias("order_time")
     )
-    payments = (
-        events["payments"]
-        .select(
-            "payment_id",
-            F.col("order_id").alias("paid_order_id"),
-            F.col("amount").alias("payment_amount"),
-            F.col("event_time").alias("payment_time"),
-        )
-        .withWatermark("payment_time", wm)
+    payments = watermarks.on(events["payments"], "event_time", spec.watermark_seconds).select(
+        "payment_id",
+        F.col("order_id").alias("paid_order_id"),
+        F.col("amount").alias("payment_amount"),
+        F.col("event_time").alias("payment_time"),
     )
     cond = (
         (F.col("order_id") == F.col("paid_order_id"))
@@ -63,6 +58,7 @@ JOB = JobDef(
     time_column="order_time",
     build=build,
     shuffle_keys=grouped_by({"orders": "order_id", "payments": "order_id"}),
+    watermarks=watermarked({"orders": "event_time", "payments": "event_time"}),
     settles_after=lambda spec: Params.of(spec).payment_within,
     params=Params,
 )

@@ -8,6 +8,7 @@ import statistics
 import pytest
 from jobkit import T0, at, job_spec, rows, write_lines
 
+from spark_jobs.generate import generate
 from spark_jobs.jobs.runner import run_job, start_query
 from spark_jobs.runtime.event_time_stats import METRIC_PREFIX, spark_time
 from spark_jobs.runtime.progress import read_progress
@@ -31,7 +32,8 @@ def _ms(minute: float) -> int:
 
 
 def _shuffles(query) -> tuple[int, int]:
-    """(shuffles, reused shuffles) in the plan of the query's last batch."""
+    """(shuffles, reused shuffles) in the plan of the query's last batch (the no-data batch
+    that follows the data, where there is one: the operators and shuffles are the same)."""
     plan = query._jsq.streamingQuery().lastExecution().executedPlan().toString()
     nodes = [line.lstrip(" :+-!") for line in plan.splitlines()]
     return sum(n.startswith("Exchange") for n in nodes), sum(
@@ -39,20 +41,21 @@ def _shuffles(query) -> tuple[int, int]:
     )
 
 
-@pytest.mark.parametrize("job", ["sessions", "user_counts"])
+@pytest.mark.parametrize("job", ["sessions", "user_counts", "order_payments"])
 def test_the_stateful_operator_reads_the_one_shuffle(spark, tmp_path, job):
-    write_lines(tmp_path / "land" / "clickstream", "a.json", [click("1", "u1", 0), "{broken"])
     spec = job_spec(job, tmp_path)
+    for kind, folder in spec.inputs.items():  # a few events and a bad line for each input
+        generate(kind, folder, 20, keys=5, seed=4, bad_rate=0.2)
     before = spark.conf.get("spark.sql.shuffle.partitions")
     # the state's partitions, as a run sets them from the spec
     spark.conf.set("spark.sql.shuffle.partitions", str(spec.shuffle_partitions))
     try:
         query = start_query(spark, spec, f"one-shuffle-{job}")
         query.awaitTermination()
-        # One shuffle of the parsed lines: the job's operator reads it, and the bad records
-        # read the same one again (Spark reuses it); before, a second shuffle sat under the
-        # operator, above the watermark.
-        assert _shuffles(query) == (1, 1)
+        # One shuffle of each input's parsed lines: the job's operator reads it, and the bad
+        # records read the same one again (Spark reuses it); before, a second shuffle sat under
+        # the operator, above the watermark (order_payments' join: one more per input).
+        assert _shuffles(query) == (len(spec.kinds), len(spec.kinds))
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", before)
 
