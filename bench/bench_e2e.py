@@ -244,8 +244,6 @@ def parse(spark: Any, work: Path, events: int, rounds: int) -> dict[str, Any]:
             .json(files)
         )
 
-    corrupt = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": ev.CORRUPT}
-
     def noop(df: Any) -> None:
         df.write.format("noop").mode("overwrite").save()
 
@@ -261,7 +259,9 @@ def parse(spark: Any, work: Path, events: int, rounds: int) -> dict[str, Any]:
         "native_shuffled": lambda: noop(reader().repartition(PARTITIONS, "user_id")),
         "from_json": lambda: noop(
             lines()
-            .select(F.from_json("value", ev.native_schema("clickstream"), corrupt).alias("j"))
+            .select(
+                F.from_json("value", ev.native_schema("clickstream"), ev.NATIVE_OPTIONS).alias("j")
+            )
             .select("j.*")
         ),
     }

@@ -135,6 +135,8 @@ def _no_fit(v: str, f: Field) -> str:
 MAX_LINE_BYTES = 1024 * 1024
 RAW_KEPT = 4096
 CORRUPT = "_corrupt"
+# from_json's options: a line it cannot parse is kept whole in the corrupt-record column
+NATIVE_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
 # The text Spark's parser makes of a non-string JSON value given for a string field: a JSON
 # number (as written, or as Java prints a double or decimal: 1.0E10, 1E+10), true/false, an
 # object/array, or a quoted non-finite number. A real string of that shape is rare, and checked
@@ -288,7 +290,7 @@ def parse_lines(
         F.from_json(
             F.when(F.octet_length(value) <= MAX_LINE_BYTES, value),
             native_schema(kind),
-            {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT},
+            NATIVE_OPTIONS,
         ).alias("_j"),
     )
     typed = []
