@@ -1,6 +1,7 @@
 """The Python worker daemon Spark starts (``spark.python.daemon.module``): pyspark's own, with
-one fix so a typed state schema with arrays works in ``applyInPandasWithState``, and a cheaper
-collection after each task.
+one fix so a typed state schema with arrays works in ``applyInPandasWithState``, a cheaper
+collection after each task, and its workers importing the installed pyspark rather than Spark's
+zips (:mod:`~spark_jobs.runtime.worker_path`).
 
 Why: PySpark 4.2's worker reads the state schema's JSON through ``Conf.get``, which lowercases
 every string value, so ``elementType``/``containsNull`` arrive as ``elementtype`` and any
@@ -27,7 +28,10 @@ import json
 import socket
 from typing import Any
 
-from pyspark import daemon
+from spark_jobs.runtime import worker_path
+
+worker_path.prefer_installed()  # before pyspark is imported: see worker_path
+from pyspark import daemon  # noqa: E402 - the import path above decides where it comes from
 
 _worker = daemon.worker
 FULL_COLLECT_EVERY = 64
