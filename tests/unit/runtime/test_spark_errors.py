@@ -116,3 +116,16 @@ def test_a_long_single_line_is_cut_to_the_limit():
     exc = IllegalArgumentException(message="x" * 11_000)
     line = str(failure(load_spec("user_counts"), exc))
     assert len(line) <= 300 and line.endswith("…")
+
+
+def test_a_second_watermark_names_the_fix_not_sparks_config():
+    # Spark 4.2's text when a job's build calls withWatermark on an input the runner watermarked
+    exc = StreamingQueryException(
+        message="[STREAM_FAILED] Query [id = 1f, runId = 2e] terminated with exception: "
+        "Redefining watermark is disallowed. You can set the config "
+        "'spark.sql.streaming.statefulOperator.allowMultiple' to 'false' to restore the "
+        "previous behavior.\n\n=== Streaming Query ===\n"
+    )
+    msg = str(failure(load_spec("user_counts"), exc))
+    assert msg.startswith("job user_counts failed: its build sets a watermark")
+    assert "watermarks.on(" in msg and "allowMultiple" not in msg and "\n" not in msg
