@@ -74,9 +74,12 @@ def _write(
     (:mod:`~spark_jobs.io.delta_txns`), between batches rather than in the next write. Both
     tables: a quarantine write without it paid its check on the batch's path (a Spark job of
     0.9 to 1.4 s, running beside the output's write). Not at a batch's start: in a fresh process
-    that slowed runs writing nothing."""
+    that slowed runs writing nothing. Nor after a write of no rows (a table created empty, the
+    quarantine of clean data): the next batch is no likelier to write it, and the rebuild took
+    a core beside that batch's own work (a Spark job of 0.8 s of task time in ``run sessions``)."""
     conflicts.retrying(lambda: _write_once(df, uri, app_id, batch_id, keys, update, rows))
-    delta_txns.warm(df.sparkSession, uri)
+    if rows:
+        delta_txns.warm(df.sparkSession, uri)
 
 
 def _write_once(

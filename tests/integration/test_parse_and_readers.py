@@ -257,6 +257,25 @@ def test_batch_writer_splits_rows_and_hands_key_metrics_to_the_progress_log(spar
     }
 
 
+def test_no_rebuild_after_a_write_of_no_rows(spark, tmp_path):
+    """A clean batch creates the quarantine table empty and starts no rebuild of its check (the
+    next batch is no likelier to write it); the output, written with rows, gets its rebuild."""
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "metadata").write_text(json.dumps({"id": "6c1f8e3d-query"}) + "\n")
+    schema = (
+        f"user_id string, n bigint, {sinks.QUARANTINE_COL} struct<raw_line:string,reason:string>, "
+        f"{sinks.KEYS_COL} {key_metrics.DDL}"
+    )
+    out, quarantine = str(tmp_path / "out"), str(tmp_path / "q")
+    write = sinks.make_batch_writer(out, quarantine, str(ckpt), "job", ["user_id", "n"])
+    write(spark.createDataFrame([("u1", 1, None, None)], schema), 0)
+    assert (tmp_path / "q" / "_delta_log").is_dir()  # both tables exist after a first batch
+    assert quarantine not in delta_txns._running
+    rebuild = delta_txns._running[out]
+    rebuild.join()
+
+
 def test_batch_writer_rebuilds_the_exactly_once_check_off_the_write(spark, tmp_path):
     """After a batch's writes, the next batch's writes find Delta's txn check of both tables
     already rebuilt: its jobs are the count and one file write per table (Delta's snapshot
