@@ -257,19 +257,28 @@ def test_batch_writer_splits_rows_and_hands_key_metrics_to_the_progress_log(spar
     }
 
 
+BATCH_SCHEMA = (
+    f"user_id string, n bigint, {sinks.QUARANTINE_COL} struct<raw_line:string,reason:string>, "
+    f"{sinks.KEYS_COL} {key_metrics.DDL}"
+)
+
+
+def _batch_writer(tmp_path, query_id):
+    """A batch writer of ``user_id, n`` rows to ``out`` and ``q`` under ``tmp_path``, its
+    checkpoint naming ``query_id``; (writer, output table, quarantine table)."""
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "metadata").write_text(json.dumps({"id": query_id}) + "\n")
+    out, quarantine = str(tmp_path / "out"), str(tmp_path / "q")
+    write = sinks.make_batch_writer(out, quarantine, str(ckpt), "job", ["user_id", "n"])
+    return write, out, quarantine
+
+
 def test_no_rebuild_after_a_write_of_no_rows(spark, tmp_path):
     """A clean batch creates the quarantine table empty and starts no rebuild of its check (the
     next batch is no likelier to write it); the output, written with rows, gets its rebuild."""
-    ckpt = tmp_path / "ckpt"
-    ckpt.mkdir()
-    (ckpt / "metadata").write_text(json.dumps({"id": "6c1f8e3d-query"}) + "\n")
-    schema = (
-        f"user_id string, n bigint, {sinks.QUARANTINE_COL} struct<raw_line:string,reason:string>, "
-        f"{sinks.KEYS_COL} {key_metrics.DDL}"
-    )
-    out, quarantine = str(tmp_path / "out"), str(tmp_path / "q")
-    write = sinks.make_batch_writer(out, quarantine, str(ckpt), "job", ["user_id", "n"])
-    write(spark.createDataFrame([("u1", 1, None, None)], schema), 0)
+    write, out, quarantine = _batch_writer(tmp_path, "6c1f8e3d-query")
+    write(spark.createDataFrame([("u1", 1, None, None)], BATCH_SCHEMA), 0)
     assert (tmp_path / "q" / "_delta_log").is_dir()  # both tables exist after a first batch
     assert quarantine not in delta_txns._running
     rebuild = delta_txns._running[out]
@@ -282,17 +291,12 @@ def test_batch_writer_rebuilds_the_exactly_once_check_off_the_write(spark, tmp_p
     rebuild would be one more job per table, and so would the shuffle of an optimized write: the
     writer sizes the files from its count instead, one file for a small batch of several
     partitions); a replayed batch is still skipped by both tables."""
-    ckpt = tmp_path / "ckpt"
-    ckpt.mkdir()
-    (ckpt / "metadata").write_text(json.dumps({"id": "5b0e7d2c-query"}) + "\n")
-    schema = (
-        f"user_id string, n bigint, {sinks.QUARANTINE_COL} struct<raw_line:string,reason:string>, "
-        f"{sinks.KEYS_COL} {key_metrics.DDL}"
-    )
-    out, quarantine = str(tmp_path / "out"), str(tmp_path / "q")
-    write = sinks.make_batch_writer(out, quarantine, str(ckpt), "job", ["user_id", "n"])
+    write, out, quarantine = _batch_writer(tmp_path, "5b0e7d2c-query")
     write(
-        spark.createDataFrame([("u1", 1, None, None), (None, None, ("x", "bad"), None)], schema), 0
+        spark.createDataFrame(
+            [("u1", 1, None, None), (None, None, ("x", "bad"), None)], BATCH_SCHEMA
+        ),
+        0,
     )
     for table in (out, quarantine):  # the rebuilds started after batch 0's writes
         if (rebuild := delta_txns._running.get(table)) is not None:
@@ -302,7 +306,7 @@ def test_batch_writer_rebuilds_the_exactly_once_check_off_the_write(spark, tmp_p
     rows = [("u2", 2, None, None), ("u3", 3, None, None), ("u4", 4, None, None)]
     rows += [(None, None, ("y", "bad"), None)]
     try:
-        write(spark.createDataFrame(rows, schema).repartition(3), 1)
+        write(spark.createDataFrame(rows, BATCH_SCHEMA).repartition(3), 1)
         from deltalake import DeltaTable
 
         table = DeltaTable(out)
@@ -310,7 +314,7 @@ def test_batch_writer_rebuilds_the_exactly_once_check_off_the_write(spark, tmp_p
         # the count, the output's write, the quarantine's write (side by side, same group)
         assert len(sc.statusTracker().getJobIdsForGroup("batch-1")) == 3
         assert len(table.file_uris()) == 2  # batch 0's file and batch 1's one
-        write(spark.createDataFrame(rows, schema), 1)  # replayed
+        write(spark.createDataFrame(rows, BATCH_SCHEMA), 1)  # replayed
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
     got = sorted(tuple(r) for r in spark.read.format("delta").load(out).collect())
