@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 # The field metadata Spark's withWatermark gives its event-time column (EventTimeWatermark.delayKey)
 DELAY_KEY = "spark.watermarkDelayMs"
+# Spark's refusal of a second watermark on one stream (what :func:`on` avoids)
+REDEFINED = "Redefining watermark is disallowed"
 
 
 def has_watermark(df: DataFrame, column: str) -> bool:
@@ -41,7 +43,7 @@ def has_watermark(df: DataFrame, column: str) -> bool:
 def on(df: DataFrame, column: str, seconds: float) -> DataFrame:
     """``df`` with a watermark of ``seconds`` on ``column``, unless ``column`` has one already
     (the runner's, :func:`before_shuffle`): Spark refuses a query that sets it twice
-    ("Redefining watermark is disallowed")."""
+    (:data:`REDEFINED`)."""
     if has_watermark(df, column):
         return df
     return df.withWatermark(column, spark_interval(seconds))

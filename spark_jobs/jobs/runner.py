@@ -163,7 +163,7 @@ def failure(spec: JobSpec, exc: BaseException) -> JobFailed:
             f"restore a snapshot: python -m spark_jobs checkpoint restore {spec.name} "
             f"--checkpoint {spec.checkpoint}"
         )
-    if WATERMARK_TWICE in str(exc):  # Spark's hint (a config) is not the fix for our jobs
+    if watermarks.REDEFINED in str(exc):  # Spark's hint (a config) is not the fix for our jobs
         return JobFailed(
             f"{head}its build sets a watermark where the runner already set one (the job "
             "declares watermarks); ask with spark_jobs.io.watermarks.on(stream, column, seconds) "
@@ -172,8 +172,6 @@ def failure(spec: JobSpec, exc: BaseException) -> JobFailed:
     return JobFailed(head + spark_errors.reason(exc, spark_errors.LINE_LIMIT - len(head)))
 
 
-# Spark's refusal of a second withWatermark on one stream
-WATERMARK_TWICE = "Redefining watermark is disallowed"
 # Spark's refusals of a state row other than the stored one (a release that changed it)
 STATE_SCHEMA_ERRORS = (
     "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE",
