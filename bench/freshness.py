@@ -18,7 +18,8 @@ local broker; ``--together``: all at once on the same input, sharing the cores):
   A MERGE without it adds a batch replayed after a crash twice; with it, Delta answers the
   check from the table's snapshot state, which a MERGE rebuilds per new version anyway.
 
-Then every ``--every`` seconds it lands a file (written beside the folder, moved in whole), or
+Then every ``--every`` seconds, at a point of the trigger period that moves from marker to marker
+(:func:`landing_offsets`), it lands a file (written beside the folder, moved in whole), or
 produces the same lines to a local broker's topic, holding a marker: a user id no other line has.
 A marker's row is visible when the commit that added a data file holding it is in the table's
 ``_delta_log``; its time is that commit file's modification time (the poll only finds it). Per
@@ -46,6 +47,7 @@ from urllib.parse import unquote
 
 from bench.freshness_builtin import BUILTIN_PROGRESS, JOB
 from spark_jobs.contract import paths
+from spark_jobs.contract.durations import parse_seconds
 
 BACKGROUND_USERS = 30
 EVENT_TYPES = ("page_view", "checkout", "purchase")
@@ -291,6 +293,23 @@ def _kafka(bootstrap: str, where: Path) -> tuple[Any, str, Path]:
     return (lambda n, events: produce(target, lines_for(n, events))), uri, specs
 
 
+# The golden ratio's fraction: n * PHI mod 1 spreads any number of markers evenly over [0, 1).
+PHI = (5**0.5 - 1) / 2
+
+
+def landing_offsets(total: int, every: float, trigger: float) -> list[float]:
+    """When marker ``n`` lands, in seconds after the first timed one: ``n * every`` plus a
+    phase in the trigger period that differs from marker to marker, spread evenly over it.
+
+    Spark starts a processing-time batch at whole multiples of its interval on the wall clock.
+    Markers landed exactly every 2 s all fell at one point of that 1 s period, so every marker
+    of a run waited the same part of a second for its batch to start: which part depended on
+    when the run began, and moved a contender's p50 by up to a trigger interval from run to
+    run. A file lands at any moment of the period in real life, so the markers do too."""
+    spread = min(every, trigger)
+    return [n * every + (n * PHI % 1.0) * spread for n in range(total)]
+
+
 def _feed(
     send: Any,
     runs: dict[str, Path],
@@ -319,8 +338,9 @@ def _feed(
     landed[marker(0)] = time.time()
     until(marker(0), 600)
     t0 = time.time()
+    offsets = landing_offsets(total, args.every, parse_seconds(args.trigger))
     for n in range(1, total):
-        while time.time() < t0 + n * args.every:
+        while time.time() < t0 + offsets[n]:
             for t in tables:
                 t.poll()
             time.sleep(0.1)

@@ -77,3 +77,24 @@ def test_the_exactly_once_built_in_is_a_contender_and_a_mode_is_checked() -> Non
     assert freshness.CONTENDERS == ("ours", "built-in", freshness.EXACTLY_ONCE)
     with pytest.raises(SystemExit, match="exactly-once"):
         freshness_builtin.main("in", "out", "ckpt", "1s", "exactly_once")
+
+
+def test_markers_land_at_every_point_of_the_trigger_period() -> None:
+    """Spark starts a processing-time batch at whole multiples of the trigger on the wall clock:
+    markers must not all land at one point of that period (each would wait the same part of it,
+    set by when the run began), but over the whole of it, evenly, still ``every`` apart."""
+    every, trigger, total = 2.0, 1.0, 35
+    offsets = freshness.landing_offsets(total, every, trigger)
+    assert offsets[0] == 0.0
+    assert all(n * every <= o < n * every + trigger for n, o in enumerate(offsets))
+    phases = sorted(o % trigger for o in offsets)
+    gaps = [b - a for a, b in zip(phases, phases[1:], strict=False)] + [1 + phases[0] - phases[-1]]
+    assert max(gaps) < 3 / total  # no part of the period left out
+    quarters = [sum(1 for p in phases if q / 4 <= p < (q + 1) / 4) for q in range(4)]
+    assert min(quarters) >= total // 4 - 1, quarters
+
+
+def test_markers_closer_than_the_trigger_stay_in_order() -> None:
+    offsets = freshness.landing_offsets(20, 0.5, 1.0)
+    assert offsets == sorted(offsets)
+    assert all(b - a > 0 for a, b in zip(offsets, offsets[1:], strict=False))
