@@ -19,7 +19,7 @@ local broker; ``--together``: all at once on the same input, sharing the cores):
   check from the table's snapshot state, which a MERGE rebuilds per new version anyway.
 
 Then every ``--every`` seconds, at a point of the trigger period that moves from marker to marker
-(:func:`landing_offsets`), it lands a file (written beside the folder, moved in whole), or
+(:func:`bench.landing_schedule.landing_offsets`), it lands a file (written beside the folder, moved in whole), or
 produces the same lines to a local broker's topic, holding a marker: a user id no other line has.
 A marker's row is visible when the commit that added a data file holding it is in the table's
 ``_delta_log``; its time is that commit file's modification time (the poll only finds it). Per
@@ -46,6 +46,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from bench.freshness_builtin import BUILTIN_PROGRESS, JOB
+from bench.landing_schedule import landing_offsets
 from spark_jobs.contract import paths
 from spark_jobs.contract.durations import parse_seconds
 
@@ -291,23 +292,6 @@ def _kafka(bootstrap: str, where: Path) -> tuple[Any, str, Path]:
     text = text.replace(".data/landing/clickstream", uri)
     (specs / f"{JOB}.yaml").write_text(text)
     return (lambda n, events: produce(target, lines_for(n, events))), uri, specs
-
-
-# The golden ratio's fraction: n * PHI mod 1 spreads any number of markers evenly over [0, 1).
-PHI = (5**0.5 - 1) / 2
-
-
-def landing_offsets(total: int, every: float, trigger: float) -> list[float]:
-    """When marker ``n`` lands, in seconds after the first timed one: ``n * every`` plus a
-    phase in the trigger period that differs from marker to marker, spread evenly over it.
-
-    Spark starts a processing-time batch at whole multiples of its interval on the wall clock.
-    Markers landed exactly every 2 s all fell at one point of that 1 s period, so every marker
-    of a run waited the same part of a second for its batch to start: which part depended on
-    when the run began, and moved a contender's p50 by up to a trigger interval from run to
-    run. A file lands at any moment of the period in real life, so the markers do too."""
-    spread = min(every, trigger)
-    return [n * every + (n * PHI % 1.0) * spread for n in range(total)]
 
 
 def _feed(

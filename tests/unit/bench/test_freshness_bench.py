@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from bench import freshness
+from bench.landing_schedule import landing_offsets
 
 pytestmark = pytest.mark.unit
 
@@ -84,7 +85,7 @@ def test_markers_land_at_every_point_of_the_trigger_period() -> None:
     markers must not all land at one point of that period (each would wait the same part of it,
     set by when the run began), but over the whole of it, evenly, still ``every`` apart."""
     every, trigger, total = 2.0, 1.0, 35
-    offsets = freshness.landing_offsets(total, every, trigger)
+    offsets = landing_offsets(total, every, trigger)
     assert offsets[0] == 0.0
     assert all(n * every <= o < n * every + trigger for n, o in enumerate(offsets))
     phases = sorted(o % trigger for o in offsets)
@@ -95,6 +96,6 @@ def test_markers_land_at_every_point_of_the_trigger_period() -> None:
 
 
 def test_markers_closer_than_the_trigger_stay_in_order() -> None:
-    offsets = freshness.landing_offsets(20, 0.5, 1.0)
+    offsets = landing_offsets(20, 0.5, 1.0)
     assert offsets == sorted(offsets)
     assert all(b - a > 0 for a, b in zip(offsets, offsets[1:], strict=False))
