@@ -18,9 +18,10 @@ local broker; ``--together``: all at once on the same input, sharing the cores):
   A MERGE without it adds a batch replayed after a crash twice; with it, Delta answers the
   check from the table's snapshot state, which a MERGE rebuilds per new version anyway.
 
-Then every ``--every`` seconds, at a point of the trigger period that moves from marker to marker
-(:func:`bench.landing_schedule.landing_offsets`), it lands a file (written beside the folder, moved in whole), or
-produces the same lines to a local broker's topic, holding a marker: a user id no other line has.
+Then every ``--every`` seconds, at a point of the trigger period that moves from marker to
+marker (:func:`bench.landing_schedule.landing_offsets`), it lands a file (written beside the
+folder, moved in whole), or produces the same lines to a local broker's topic, holding a marker:
+a user id no other line has.
 A marker's row is visible when the commit that added a data file holding it is in the table's
 ``_delta_log``; its time is that commit file's modification time (the poll only finds it). Per
 marker: visible - landed; p50/p95/max after ``--warm-up`` markers. The progress records say

@@ -89,7 +89,8 @@ def test_markers_land_at_every_point_of_the_trigger_period() -> None:
     assert offsets[0] == 0.0
     assert all(n * every <= o < n * every + trigger for n, o in enumerate(offsets))
     phases = sorted(o % trigger for o in offsets)
-    gaps = [b - a for a, b in zip(phases, phases[1:], strict=False)] + [1 + phases[0] - phases[-1]]
+    wrap = trigger + phases[0] - phases[-1]  # from the last phase round to the first
+    gaps = [b - a for a, b in zip(phases, phases[1:], strict=False)] + [wrap]
     assert max(gaps) < 3 / total  # no part of the period left out
     quarters = [sum(1 for p in phases if q / 4 <= p < (q + 1) / 4) for q in range(4)]
     assert min(quarters) >= total // 4 - 1, quarters
