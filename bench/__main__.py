@@ -133,9 +133,9 @@ def table(results: dict[str, Any]) -> str:
             + ("" if r["archive_used"] else " (NO ARCHIVE: run `make setup`)")
         )
     if "rows" in results.get("freshness", {}):
-        from bench import freshness
+        from bench import freshness_report
 
-        lines += freshness.table(results["freshness"]["rows"]).splitlines()[1:]
+        lines += freshness_report.table(results["freshness"]["rows"]).splitlines()[1:]
     for s in results.get("stores", []):
         lines.append(
             f"store {s['store']:<18} batch {s['batch_ms_median']} ms, commit {s['commit_ms_median']} ms, checkpoint {s['checkpoint_bytes_per_batch']:,} B/batch"

@@ -24,8 +24,10 @@ folder, moved in whole), or produces the same lines to a local broker's topic, h
 a user id no other line has.
 A marker's row is visible when the commit that added a data file holding it is in the table's
 ``_delta_log``; its time is that commit file's modification time (the poll only finds it). Per
-marker: visible - landed; p50/p95/max after ``--warm-up`` markers. The progress records say
-where a data batch's time went (medians of ``durationMs``) and how long a batch that read
+marker: visible - landed; p50/p95/max of the ``--files`` markers after ``--warm-up`` ones (the
+``start`` window: a fresh process's first minute) and of the ``--later`` markers after those (the
+``later`` window: the steady state), each a row (:mod:`bench.freshness_report`). The progress
+records of each window's batches say where a data batch's time went (medians of ``durationMs``) and how long a batch that read
 nothing took (the nothing-due batch; "-" when the run logged none: Spark 4 runs no batch for
 an idle trigger unless a stateful operator needs one).
 """
@@ -37,16 +39,15 @@ import json
 import os
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
-from bench.freshness_builtin import BUILTIN_PROGRESS, JOB
+from bench.freshness_builtin import JOB
+from bench.freshness_report import Visible, summarise, table
 from bench.landing_schedule import landing_offsets
 from spark_jobs.contract import paths
 from spark_jobs.contract.durations import parse_seconds
@@ -55,7 +56,6 @@ BACKGROUND_USERS = 30
 EVENT_TYPES = ("page_view", "checkout", "purchase")
 EXACTLY_ONCE = "built-in+txn"
 CONTENDERS = ("ours", "built-in", EXACTLY_ONCE)  # run in this order, one at a time
-PARTS = ("latestOffset", "getBatch", "queryPlanning", "addBatch", "walCommit", "commitOffsets")
 
 
 def lines_for(n: int, events: int) -> list[str]:
@@ -80,38 +80,6 @@ def lines_for(n: int, events: int) -> list[str]:
 
 def marker(n: int) -> str:
     return f"m{n:05d}"
-
-
-class Visible:
-    """When each marker's row became readable in a Delta table: its ``_delta_log`` commits are
-    read as they appear, and the data files each adds are searched for markers."""
-
-    def __init__(self, table: Path) -> None:
-        self.table = table
-        self.next_version = 0
-        self.seen: dict[str, float] = {}
-
-    def poll(self) -> None:
-        import pyarrow.parquet as pq
-
-        while True:
-            commit = self.table / "_delta_log" / f"{self.next_version:020d}.json"
-            try:
-                text = commit.read_text()
-                at = commit.stat().st_mtime
-            except FileNotFoundError:
-                return
-            if not text.endswith("\n") and not text.rstrip().endswith("}"):
-                return  # not whole yet
-            for line in text.splitlines():
-                add = json.loads(line).get("add") if line.strip() else None
-                if not add:
-                    continue
-                users = pq.read_table(self.table / unquote(add["path"]), columns=["user_id"])
-                for u in users.column("user_id").to_pylist():
-                    if u and u.startswith("m"):
-                        self.seen.setdefault(u, at)
-            self.next_version += 1
 
 
 def _env(run: Path, specs: Path | None) -> dict[str, str]:
@@ -153,54 +121,6 @@ def start_builtin(run: Path, inp: str, trigger: str, exactly_once: bool) -> subp
     return _start(args, run.with_suffix(".log"))
 
 
-def progress_records(run: Path, ours: bool) -> list[dict[str, Any]]:
-    if ours:
-        from spark_jobs.runtime import progress
-
-        return progress.read_progress(str(run / "ckpt"))
-    log = run / BUILTIN_PROGRESS
-    if not log.exists():
-        return []
-    return [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
-
-
-def _pct(xs: list[float], q: float) -> float:
-    if not xs:
-        return float("nan")
-    s = sorted(xs)
-    return round(s[min(len(s) - 1, int(round(q * (len(s) - 1))))], 2)
-
-
-def summarise(
-    name: str, run: Path, ours: bool, landed: dict[str, float], warm_up: int
-) -> dict[str, Any]:
-    seen = Visible(run / "out")
-    seen.poll()
-    measured = sorted(landed)[warm_up:]
-    delays = [seen.seen[m] - landed[m] for m in measured if m in seen.seen]
-    recs = progress_records(run, ours)
-    data = [r for r in recs if int(r.get("numInputRows") or 0) > 0][1:]  # not the first batch
-    idle = [r for r in recs if int(r.get("numInputRows") or 0) == 0 and r.get("batchId", 0) > 0]
-
-    def med(rs: list[dict[str, Any]], part: str) -> float:
-        vals = [float((r.get("durationMs") or {}).get(part, 0)) / 1000 for r in rs]
-        return round(statistics.median(vals), 2) if vals else float("nan")
-
-    return {
-        "name": name,
-        "markers": len(delays),
-        "of": len(measured),
-        "p50": _pct(delays, 0.5),
-        "p95": _pct(delays, 0.95),
-        "max": round(max(delays), 2) if delays else float("nan"),
-        "batch_p50": med(data, "triggerExecution"),
-        "parts_p50": {p: med(data, p) for p in PARTS},
-        "nothing_due_p50": med(idle, "triggerExecution") if idle else None,
-        "nothing_due_batches": len(idle),
-        "batches": len(recs),
-    }
-
-
 def _stop(procs: list[subprocess.Popen]) -> None:
     for p in procs:
         if p.poll() is None:
@@ -238,8 +158,9 @@ def one_input(kind: str, work: Path, args: argparse.Namespace) -> list[dict[str,
 
             broker.down(home)
     return [
-        {"input": kind, **summarise(n, r, n == "ours", landed[n], args.warm_up)}
+        {"input": kind, **row}
         for n, r in runs.items()
+        for row in summarise(n, r, n == "ours", landed[n], args.warm_up, args.files)
     ]
 
 
@@ -264,7 +185,7 @@ def _contend(
                 procs.append(start_ours(run, None if specs else inp, args.trigger, specs))
             else:
                 procs.append(start_builtin(run, inp, args.trigger, name == EXACTLY_ONCE))
-        return _feed(send, runs, procs, args.warm_up + args.files, args)
+        return _feed(send, runs, procs, args.warm_up + args.files + args.later, args)
     finally:
         _stop(procs)
 
@@ -338,32 +259,12 @@ def _feed(
     return landed
 
 
-def table(rows: list[dict[str, Any]], args: argparse.Namespace | None = None) -> str:
-    head = f"== freshness: landing (or produce) -> row in Delta, {JOB}"
-    if args is not None:
-        head += f", trigger {args.trigger}, a marker every {args.every:g} s"
-    lines = [
-        "",
-        head + " (target p50 <= 1.5 s, p95 <= 3 s) ==",
-        f"{'input':<7}{'run':<14}{'markers':>9}{'p50 s':>7}{'p95 s':>7}{'max s':>7}"
-        f"{'batch s':>9}{'nothing-due s':>15}   data batch parts p50 s",
-    ]
-    for r in rows:
-        nd = r["nothing_due_p50"]
-        parts = " ".join(f"{k}={v}" for k, v in r["parts_p50"].items())
-        lines.append(
-            f"{r['input']:<7}{r['name']:<14}{r['markers']:>5}/{r['of']:<3}{r['p50']:>7}"
-            f"{r['p95']:>7}{r['max']:>7}{r['batch_p50']:>9}"
-            f"{('-' if nd is None else nd):>15}   {parts}"
-        )
-    return "\n".join(lines)
-
-
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(prog="python -m bench.freshness", description=__doc__)
-    parser.add_argument("--smoke", action="store_true", help="files only, 6 markers")
+    parser.add_argument("--smoke", action="store_true", help="files only, 6 markers, no later")
     parser.add_argument("--inputs", default="files,kafka", help="files, kafka or both")
-    parser.add_argument("--files", type=int, default=30, help="markers measured")
+    parser.add_argument("--files", type=int, default=30, help="markers of the start window")
+    parser.add_argument("--later", type=int, default=30, help="markers of the later window")
     parser.add_argument("--warm-up", type=int, default=5, help="markers not counted")
     parser.add_argument("--every", type=float, default=2.0, help="wall s between markers")
     parser.add_argument("--events", type=int, default=20, help="background lines per marker")
@@ -374,7 +275,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--work", default=None, help="default .data/bench/freshness")
     args = parser.parse_args(argv)
     if args.smoke:
-        args.inputs, args.files, args.warm_up = "files", 6, 2
+        args.inputs, args.files, args.warm_up, args.later = "files", 6, 2, 0
     root = Path(os.environ.get("STATEKEEPER_HOME") or paths.project_root())
     work = Path(args.work) if args.work else root / ".data" / "bench" / "freshness"
     shutil.rmtree(work, ignore_errors=True)

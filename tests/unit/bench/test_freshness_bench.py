@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from bench import freshness
+from bench import freshness, freshness_report
 from bench.landing_schedule import landing_offsets
 
 pytestmark = pytest.mark.unit
@@ -32,7 +32,7 @@ def _commit(table: Path, version: int, files: dict[str, list[str]], at: float) -
 def test_markers_take_the_time_of_the_first_commit_holding_them(tmp_path: Path) -> None:
     table = tmp_path / "out"
     _commit(table, 0, {"a.parquet": ["u1", "m00000"]}, 100.0)
-    seen = freshness.Visible(table)
+    seen = freshness_report.Visible(table)
     seen.poll()
     assert seen.seen == {"m00000": 100.0}
     # a later commit rewriting the same row (MERGE) does not move its first visible time
@@ -53,6 +53,7 @@ def test_summary_row_names_both_targets() -> None:
     row = {
         "input": "files",
         "name": "ours",
+        "window": "start",
         "markers": 30,
         "of": 30,
         "p50": 1.2,
@@ -64,10 +65,13 @@ def test_summary_row_names_both_targets() -> None:
         "nothing_due_batches": 0,
         "batches": 40,
     }
-    text = freshness.table([row])
+    text = freshness_report.table([row, {**row, "window": "later", "p50": 0.9}])
     assert "p50 <= 1.5 s" in text
     assert "files  ours" in text
     assert "addBatch=0.5" in text
+    start, later = text.splitlines()[-2:]
+    assert "start" in start and "1.2" in start
+    assert "later" in later and "0.9" in later
 
 
 def test_the_exactly_once_built_in_is_a_contender_and_a_mode_is_checked() -> None:
@@ -100,3 +104,42 @@ def test_markers_closer_than_the_trigger_stay_in_order() -> None:
     offsets = landing_offsets(20, 0.5, 1.0)
     assert offsets == sorted(offsets)
     assert all(b - a > 0 for a, b in zip(offsets, offsets[1:], strict=False))
+
+
+def test_the_start_and_later_windows_split_the_markers_after_the_warm_up() -> None:
+    landed = {freshness.marker(n): 100.0 + 2 * n for n in range(12)}
+    got = freshness_report.windows(landed, warm_up=2, start=4)
+    assert got == [
+        ("start", [freshness.marker(n) for n in range(2, 6)]),
+        ("later", [freshness.marker(n) for n in range(6, 12)]),
+    ]
+    # no later markers (a smoke run): one window
+    assert [w for w, _ in freshness_report.windows(landed, warm_up=2, start=10)] == ["start"]
+
+
+def test_each_window_reports_its_own_markers_and_batches(tmp_path: Path) -> None:
+    """A run whose first batches are slow: the start window shows them, the later one does not."""
+    from datetime import UTC, datetime
+
+    run = tmp_path / "builtin"
+    run.mkdir()
+    base = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
+    landed = {freshness.marker(n): base + 2 * n for n in range(8)}
+    for n, (m, at) in enumerate(sorted(landed.items())):
+        _commit(run / "out", n, {f"f{n}.parquet": [m]}, at + (3.0 if n < 4 else 1.0))
+    recs = [  # batch n starts as marker n - 1 lands (batch 0, the first, is not counted)
+        {
+            "batchId": n,
+            "numInputRows": 21,
+            "timestamp": datetime.fromtimestamp(base + 2 * (n - 1), UTC).isoformat(),
+            "durationMs": {"triggerExecution": 2500 if n < 5 else 900},
+        }
+        for n in range(9)
+    ]
+    lines = "".join(json.dumps(r) + "\n" for r in recs)
+    (run / freshness_report.BUILTIN_PROGRESS).write_text(lines)
+    start, later = freshness_report.summarise("built-in", run, False, landed, 0, 4)
+    assert (start["window"], start["markers"], start["p50"]) == ("start", 4, 3.0)
+    assert (later["window"], later["markers"], later["p50"]) == ("later", 4, 1.0)
+    assert start["batch_p50"] == 2.5
+    assert later["batch_p50"] == 0.9
