@@ -27,8 +27,8 @@ A marker's row is visible when the commit that added a data file holding it is i
 marker: visible - landed; p50/p95/max of the ``--files`` markers after ``--warm-up`` ones (the
 ``start`` window: a fresh process's first minute) and of the ``--later`` markers after those (the
 ``later`` window: the steady state), each a row (:mod:`bench.freshness_report`). The progress
-records of each window's batches say where a data batch's time went (medians of ``durationMs``) and how long a batch that read
-nothing took (the nothing-due batch; "-" when the run logged none: Spark 4 runs no batch for
+records of each window's batches say where a data batch's time went (medians of ``durationMs``)
+and how long a batch that read nothing took (the nothing-due batch; "-" when the run logged none: Spark 4 runs no batch for
 an idle trigger unless a stateful operator needs one).
 """
 

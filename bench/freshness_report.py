@@ -12,12 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
 from bench.freshness_builtin import BUILTIN_PROGRESS, JOB
+from spark_jobs.contract.progress_log import iso_seconds
 
 PARTS = ("latestOffset", "getBatch", "queryPlanning", "addBatch", "walCommit", "commitOffsets")
 # A window's batches: those that started from its first marker's landing to this long after its
@@ -75,10 +75,6 @@ def _pct(xs: list[float], q: float) -> float:
     return round(s[min(len(s) - 1, int(round(q * (len(s) - 1))))], 2)
 
 
-def _started(rec: dict[str, Any]) -> float:
-    return datetime.fromisoformat(str(rec.get("timestamp", "")).replace("Z", "+00:00")).timestamp()
-
-
 def _med(rs: list[dict[str, Any]], part: str) -> float:
     vals = [float((r.get("durationMs") or {}).get(part, 0)) / 1000 for r in rs]
     return round(statistics.median(vals), 2) if vals else float("nan")
@@ -106,7 +102,7 @@ def summarise(
     for window, measured in windows(landed, warm_up, start):
         delays = [seen.seen[m] - landed[m] for m in measured if m in seen.seen]
         lo, hi = landed[measured[0]], landed[measured[-1]] + BATCH_SLACK_SECONDS
-        batches = [r for r in data if lo <= _started(r) <= hi]
+        batches = [r for r in data if lo <= (iso_seconds(r.get("timestamp")) or 0.0) <= hi]
         rows.append(
             {
                 "name": name,
