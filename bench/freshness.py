@@ -28,8 +28,8 @@ marker: visible - landed; p50/p95/max of the ``--files`` markers after ``--warm-
 ``start`` window: a fresh process's first minute) and of the ``--later`` markers after those (the
 ``later`` window: the steady state), each a row (:mod:`bench.freshness_report`). The progress
 records of each window's batches say where a data batch's time went (medians of ``durationMs``)
-and how long a batch that read nothing took (the nothing-due batch; "-" when the run logged none: Spark 4 runs no batch for
-an idle trigger unless a stateful operator needs one).
+and how long a batch that read nothing took (the nothing-due batch; "-" when the run logged
+none: Spark 4 runs no batch for an idle trigger unless a stateful operator needs one).
 """
 
 from __future__ import annotations
