@@ -138,7 +138,9 @@ class SparkJobsSubmitHook(BaseHook):
             ) from None
         return SparkTarget.from_connection(conn)
 
-    def command(self, args: list[str], env: dict[str, str]) -> list[str]:
+    def command(
+        self, args: list[str], env: dict[str, str], quick_compiler: bool = False
+    ) -> list[str]:
         from spark_jobs.contract.jvm import jar_paths
         from statekeeper.package import spark_jobs_zip
 
@@ -149,15 +151,18 @@ class SparkJobsSubmitHook(BaseHook):
             py_files=spark_jobs_zip(),
             jars=",".join(jar_paths()),
             path=env["PATH"],
+            quick_compiler=quick_compiler,
         )
 
     @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
 
-    def run(self, args: list[str]) -> SubmitResult:
+    def run(self, args: list[str], quick_compiler: bool = False) -> SubmitResult:
+        """spark-submit ``args`` and wait; ``quick_compiler``: the driver JVM gets the quick
+        compiler only (:func:`spark_jobs.contract.jvm.quick_compiler`)."""
         env = cli_env()
-        cmd = self.command(args, env)
+        cmd = self.command(args, env, quick_compiler)
         self.log.info("running: %s", " ".join(cmd))
         tail: deque[str] = deque(maxlen=self.TAIL_LINES)
         self._proc = subprocess.Popen(

@@ -76,9 +76,18 @@ class SparkTarget:
         return cls(master, binary, queue or None, namespace or None)
 
     def command(
-        self, application: str, args: list[str], *, name: str, py_files: str, jars: str, path: str
+        self,
+        application: str,
+        args: list[str],
+        *,
+        name: str,
+        py_files: str,
+        jars: str,
+        path: str,
+        quick_compiler: bool = False,
     ) -> list[str]:
-        """The spark-submit argv; the binary is looked up on ``path`` (the PATH it will run with)."""
+        """The spark-submit argv; the binary is looked up on ``path`` (the PATH it will run with).
+        ``quick_compiler``: the driver's JVM compiles with its quick compiler only."""
         exe = shutil.which(self.binary, path=path)
         if exe is None:
             raise BadSparkConnection(
@@ -96,7 +105,7 @@ class SparkTarget:
         from spark_jobs.contract import jvm
 
         # The driver runs here (client mode): it maps the class archive `make setup` made here.
-        jvm_options = jvm.driver_options()
+        jvm_options = jvm.driver_options(quick_compiler)
         if jvm_options:
             cmd += ["--driver-java-options", jvm_options]
         return [*cmd, application, *args]

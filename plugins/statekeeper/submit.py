@@ -71,6 +71,22 @@ def run_arguments(spec: JobSpec) -> list[str]:
     return [*args, "--output", spec.output, "--checkpoint", spec.checkpoint]
 
 
+def quick_compiler(planned: Mapping[str, Any]) -> bool:
+    """Whether a planned run's driver starts with the JVM's quick compiler: the rule the command
+    line's own runs follow (an available-now run with little left to read), measured when it is
+    submitted (after any wait, more may have landed). A plan from an earlier release (no
+    ``inputs``) gets both compilers, as before."""
+    from spark_jobs.checkpoints.layout import read_layout
+    from spark_jobs.checkpoints.unread import pending_bytes
+    from spark_jobs.contract import jvm
+
+    if "inputs" not in planned:
+        return False
+    layout = read_layout(planned["checkpoint"], sizes=False)
+    backlog = pending_bytes(planned["inputs"], layout)
+    return jvm.quick_compiler(bool(planned.get("available_now")), backlog)
+
+
 class SparkJobsSubmitOperator(BaseOperator):
     """spark-submit ``python -m spark_jobs COMMAND JOB`` (e.g. a backfill's ``publish``).
 
@@ -118,9 +134,10 @@ class SparkJobsSubmitOperator(BaseOperator):
         table = resolve(self.report_table) if rendered(self.report_table) else ""
         return self._submit(cli_arguments(self.command, self.job, self.overrides), table)
 
-    def _submit(self, args: list[str], table: str) -> dict[str, Any]:
+    def _submit(self, args: list[str], table: str, quick: bool = False) -> dict[str, Any]:
+        """spark-submit ``args``; ``quick``: its driver gets the JVM's quick compiler only."""
         self._hook = SparkJobsSubmitHook(conn_id=self.conn_id, name=self.name)
-        res = self._hook.run(args)
+        res = self._hook.run(args, quick_compiler=quick)
         if res.returncode != 0:
             reason = res.reason or (res.tail[-1] if res.tail else "no output")
             self._failed(args, res.returncode, reason)
@@ -199,6 +216,8 @@ class SparkJobRunOperator(SparkJobsSubmitOperator):
             "arguments": run_arguments(spec),
             "checkpoint": spec.checkpoint,
             "table": spec.output,
+            "inputs": list(spec.inputs.values()),
+            "available_now": spec.trigger.available_now,
         }
         return self._guarded_submit(planned)
 
@@ -227,7 +246,7 @@ class SparkJobRunOperator(SparkJobsSubmitOperator):
             self.log.info("checkpoint held by %s; waiting for it in the triggerer", describe(info))
             self._wait_for_checkpoint(planned)
         self._planned = planned  # for a lost race: wait, then submit the same run
-        return self._submit(planned["arguments"], planned["table"])
+        return self._submit(planned["arguments"], planned["table"], quick_compiler(planned))
 
     def _failed(self, args: list[str], returncode: int, reason: str) -> None:
         if returncode == ExitCode.LOCK_HELD:

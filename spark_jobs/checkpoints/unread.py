@@ -36,6 +36,9 @@ from spark_jobs.contract import paths
 # the driver's: a file newer than this before the newest batch may simply be the next batch's.
 SETTLE_SECONDS = 60.0
 EXAMPLES = 3  # names a report shows
+# A compressed landing file (``.json.gz``) counts for this many times its size in
+# :func:`pending_bytes`: the work is the JSON text, which gzip shrinks about eightfold.
+COMPRESSED_TEXT = 8
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,28 @@ def landing_files(uri: str) -> dict[str, float]:
         mtime = info.get("mtime") or info.get("LastModified") or info.get("created") or 0
         out[file_key(full)] = float(mtime.timestamp() if hasattr(mtime, "timestamp") else mtime)
     return out
+
+
+def pending_bytes(inputs: Iterable[str], lay: Layout) -> int | None:
+    """The size of what a run of this checkpoint has left to read: the files a local landing
+    folder holds for the file source (its own files named ``LANDING_GLOB``) that no source log
+    names, a compressed one at :data:`COMPRESSED_TEXT` times its size. None when it cannot say cheaply: a Kafka topic (the broker knows its lag) or a store
+    (Spark lists it; not twice)."""
+    folders = [paths.local_path(u) for u in inputs]  # None: a topic's or a store's URI
+    if any(f is None for f in folders):
+        return None
+    read = files_read(lay).files
+    total = 0
+    for local in folders:
+        if local is None or not local.is_dir():
+            continue
+        with os.scandir(local) as entries:
+            for e in entries:
+                readable = not paths.hidden_name(e.name) and fnmatchcase(e.name, paths.LANDING_GLOB)
+                if readable and e.is_file() and file_key(e.path) not in read:
+                    grows = 1 if e.name.endswith(".json") else COMPRESSED_TEXT
+                    total += e.stat().st_size * grows
+    return total
 
 
 def never_read(uri: str) -> list[str]:

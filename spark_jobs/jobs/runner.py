@@ -20,7 +20,7 @@ import signal
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spark_jobs import completeness, eventlog
 from spark_jobs.contract import delta, paths
@@ -32,6 +32,9 @@ from spark_jobs.io import events as ev
 from spark_jobs.io import sinks, sources, watermarks
 from spark_jobs.jobs import definition, fingerprint, query_wait
 from spark_jobs.runtime import binding, progress, spark_errors
+
+if TYPE_CHECKING:
+    from spark_jobs.checkpoints.layout import Layout
 
 
 @dataclass
@@ -99,9 +102,9 @@ def clear_first_batch(spec: JobSpec, layout: Any) -> bool:
 
 def precheck(
     spec: JobSpec, new_checkpoint_for_existing_table: bool = False, rebind_tables: bool = False
-) -> None:
+) -> Layout:
     """Everything that can be said before Spark starts: inputs, checkpoint health, the tables'
-    writers, binding (the spec's and the tables')."""
+    writers, binding (the spec's and the tables'). Returns the checkpoint's layout it read."""
     from spark_jobs.checkpoints.unread import never_read_line
 
     for uri in spec.inputs.values():
@@ -138,6 +141,31 @@ def precheck(
     tables = {"output": spec.output, "quarantine": spec.quarantine}
     binding.bind_tables(spec.checkpoint, tables, rebind=rebind_tables)
     binding.record_inputs(spec.checkpoint, dict(spec.inputs))
+    return layout
+
+
+def run_session(spec: JobSpec, conf: dict[str, str] | None, layout: Layout) -> Any:
+    """The session a run starts for itself: Spark's log beside the checkpoint, and the quick
+    compiler for a short run (:func:`quick_compiler`)."""
+    from spark_jobs.runtime.session import build_session
+
+    return build_session(
+        f"statekeeper-{spec.name}",
+        spec=spec,
+        conf=conf,
+        log_file=spark_log(spec),
+        quick_compiler=quick_compiler(spec, layout),
+    )
+
+
+def quick_compiler(spec: JobSpec, layout: Layout) -> bool:
+    """Whether the run's driver starts with the JVM's quick compiler: an available-now run with
+    little left to read (:func:`spark_jobs.contract.jvm.quick_compiler`)."""
+    from spark_jobs.checkpoints.unread import pending_bytes
+    from spark_jobs.contract import jvm
+
+    backlog = pending_bytes(spec.inputs.values(), layout)
+    return jvm.quick_compiler(spec.trigger.available_now, backlog)
 
 
 def failure(spec: JobSpec, exc: BaseException) -> JobFailed:
@@ -267,13 +295,9 @@ def run_job(
     # should leave nothing behind. Under the lock it is checked again, for real.
     check_writer(spec, new_checkpoint_for_existing_table)
     with JobLock(spec.checkpoint, job=spec.name, purpose="run"):
-        precheck(spec, new_checkpoint_for_existing_table, rebind_tables)
-        from spark_jobs.runtime.session import build_session
-
+        layout = precheck(spec, new_checkpoint_for_existing_table, rebind_tables)
         own_session = spark is None
-        spark = spark or build_session(
-            f"statekeeper-{spec.name}", spec=spec, conf=conf, log_file=spark_log(spec)
-        )
+        spark = spark or run_session(spec, conf, layout)
         if not own_session:
             from spark_jobs.contract.spark_confs import spec_confs
 

@@ -62,11 +62,12 @@ def base_confs() -> dict[str, str]:
     }
 
 
-def _log_options(log_file: str | None) -> str:
-    """Spark's log to ``log_file`` (default: $STATEKEEPER_SPARK_LOG or /tmp), console quiet."""
+def _log_options(log_file: str | None, quick_compiler: bool = False) -> str:
+    """Spark's log to ``log_file`` (default: $STATEKEEPER_SPARK_LOG or /tmp), console quiet, and
+    the driver's own options (:func:`spark_jobs.contract.jvm.driver_options`)."""
     target = log_file or os.environ.get("STATEKEEPER_SPARK_LOG", "/tmp/statekeeper-spark.log")
     props = paths.project_root() / "include" / "spark" / "log4j2.properties"
-    jvm_options = jvm.driver_options()  # the class archive (set-up) and a deployment's own
+    jvm_options = jvm.driver_options(quick_compiler)
     return f"-Dlog4j2.configurationFile=file:{props} -Dstatekeeper.log.file={target} {jvm_options}"
 
 
@@ -76,11 +77,14 @@ def build_session(
     conf: dict[str, str] | None = None,
     master: str | None = None,
     log_file: str | None = None,
+    quick_compiler: bool = False,
 ) -> SparkSession:
     """A session for ``spec`` (or a generic one), with ``conf`` applied last.
 
     Under spark-submit the master and jars come from the submit command; locally the master is
     ``$STATEKEEPER_SPARK_MASTER`` or ``local[2]`` and Delta's jars come from ``./.cache/jars``.
+    ``quick_compiler``: a driver JVM started here gets the JVM's quick compiler only (a short
+    run, :func:`spark_jobs.contract.jvm.quick_compiler`).
     """
     # Python workers must run the venv's interpreter, or they cannot import pyarrow and pandas.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -96,7 +100,7 @@ def build_session(
         master = master or os.environ.get("STATEKEEPER_SPARK_MASTER", "local[2]")
         builder = builder.master(master)
         settings.update(network.driver_confs(master))  # under spark-submit: its --conf
-        settings["spark.driver.extraJavaOptions"] = _log_options(log_file)
+        settings["spark.driver.extraJavaOptions"] = _log_options(log_file, quick_compiler)
         settings["spark.jars"] = ",".join(jvm.jar_paths())
         settings["spark.driver.memory"] = os.environ.get("STATEKEEPER_DRIVER_MEMORY", "2g")
     if spec is not None:

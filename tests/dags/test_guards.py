@@ -48,6 +48,9 @@ def test_guard_and_job_resolve_a_relative_data_checkpoint_to_the_same_folder(dat
     assert trigger.checkpoint == folder
     assert args[args.index("--checkpoint") + 1] == folder
     assert trigger.echo["checkpoint"] == folder
+    # and what the driver's compiler is chosen from when it is submitted (a catch-up run)
+    assert trigger.echo["available_now"] is True
+    assert trigger.echo["inputs"] == [args[args.index("--input") + 1].split("=", 1)[1]]
     # What the job's own command line makes of those arguments: the same folder.
     parsed = build_parser().parse_args(args)
     assert parsed.checkpoint == folder and parsed.job == "sessions"

@@ -118,3 +118,43 @@ def test_a_run_says_before_spark_starts_what_it_will_never_read(tmp_path, monkey
     (clean / "a.json").write_text('{"x": 1}\n')
     runner.precheck(spec.with_overrides(input=str(clean), checkpoint=str(tmp_path / "ck2")))
     assert "never reads" not in capsys.readouterr().err
+
+
+def test_pending_bytes_are_the_readable_files_no_source_log_names(tmp_path):
+    from spark_jobs.checkpoints.layout import read_layout
+
+    land, ck, missed = _checkpoint(tmp_path, int(time.time() * 1000))
+    (land / "sub").mkdir()
+    (land / "sub" / "x.json").write_text("{}\n" * 50)  # a subfolder: the source never reads it
+    (land / "notes.txt").write_text("x" * 50)  # not named *.json*
+    lay = read_layout(str(ck), sizes=False)
+    # read a.json and "c d.json" are logged; _SUCCESS and the temp file are Spark's names
+    assert unread.pending_bytes([str(land)], lay) == missed.stat().st_size
+    gz = land / "e.json.gz"
+    gz.write_bytes(b"z" * 10)
+    expected = missed.stat().st_size + 10 * unread.COMPRESSED_TEXT  # the text it holds
+    assert unread.pending_bytes([str(land)], lay) == expected
+    empty = read_layout(str(tmp_path / "fresh"), sizes=False)  # a new checkpoint reads it all
+    assert unread.pending_bytes([str(land)], empty) == expected + 2 * len('{"x": 1}\n')
+    # a topic's backlog is the broker's to say
+    assert unread.pending_bytes([str(land), "kafka://localhost:9092/t"], lay) is None
+
+
+def test_a_run_with_little_to_read_starts_its_driver_with_the_quick_compiler(tmp_path, monkeypatch):
+    from spark_jobs.contract import jvm
+    from spark_jobs.jobs import runner
+
+    for var in ("CHECKPOINT", "LANDING", "TABLE"):
+        monkeypatch.setenv(f"STATEKEEPER_{var}_ROOTS", str(tmp_path))
+    land = tmp_path / "land"
+    land.mkdir()
+    (land / "a.json").write_text('{"x": 1}\n' * 100)
+    spec = load_spec("user_counts").with_overrides(
+        input=str(land), output=str(tmp_path / "out"), checkpoint=str(tmp_path / "ck")
+    )
+    layout = runner.precheck(spec)
+    assert runner.quick_compiler(spec, layout)
+    continuous = spec.with_overrides(trigger="processing-time:5s")
+    assert not runner.quick_compiler(continuous, layout)
+    monkeypatch.setattr(jvm, "QUICK_MAX_BYTES", 100)  # the folder now holds more than that
+    assert not runner.quick_compiler(spec, layout)

@@ -37,3 +37,32 @@ def test_a_deployments_own_driver_options_follow_the_archives(tmp_path, monkeypa
     options = jvm_archive.driver_options()
     assert options.startswith(f"-XX:SharedArchiveFile={archive} ")
     assert options.endswith(" -XX:TieredStopAtLevel=1")
+
+
+def test_a_short_run_gets_the_quick_compiler_before_a_deployments_own(monkeypatch):
+    monkeypatch.setattr(jvm_archive, "java_options", lambda: "-XX:SharedArchiveFile=/c/d.jsa")
+    monkeypatch.delenv(jvm_archive.EXTRA, raising=False)
+    assert jvm_archive.driver_options() == "-XX:SharedArchiveFile=/c/d.jsa"  # a long run's
+    quick = jvm_archive.driver_options(quick=True)
+    assert quick == f"-XX:SharedArchiveFile=/c/d.jsa {jvm_archive.QUICK_COMPILER}"
+    # a deployment that wants both compilers back says so after it: the JVM takes the last
+    monkeypatch.setenv(jvm_archive.EXTRA, "-XX:TieredStopAtLevel=4")
+    assert jvm_archive.driver_options(quick=True).endswith(
+        f"{jvm_archive.QUICK_COMPILER} -XX:TieredStopAtLevel=4"
+    )
+
+
+@pytest.mark.parametrize(
+    ("available_now", "pending", "quick"),
+    [
+        (True, 0, True),  # nothing new: the driver only starts and stops
+        (True, jvm_archive.QUICK_MAX_BYTES, True),
+        (True, jvm_archive.QUICK_MAX_BYTES + 1, False),  # a large catch-up: C2 pays back
+        (True, None, False),  # a backlog nobody measured (a Kafka topic) may be large
+        (False, 0, False),  # a continuous run lives for hours
+    ],
+)
+def test_only_an_available_now_run_with_a_small_known_backlog_is_short(
+    available_now, pending, quick
+):
+    assert jvm_archive.quick_compiler(available_now, pending) is quick
