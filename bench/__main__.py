@@ -21,6 +21,7 @@ BENCHES = (
     "parse",
     "e2e",
     "e2e-kafka",
+    "e2e-increment",
     "batches",
     "startup",
 )
@@ -49,6 +50,8 @@ FULL: dict[str, Any] = {  # int, or list[int] for key_sweep
     "parse_events": 1_000_000,
     "e2e_events": 1_000_000,
     "e2e_keys": 100_000,
+    "increment_events": 2_000,
+    "increment_keys": 100,
     "batch_events": 20_000,
 }
 SMOKE: dict[str, Any] = {
@@ -66,6 +69,8 @@ SMOKE: dict[str, Any] = {
     "parse_events": 20_000,
     "e2e_events": 20_000,
     "e2e_keys": 2_000,
+    "increment_events": 2_000,
+    "increment_keys": 100,
     "batch_events": 20_000,
 }
 
@@ -123,6 +128,10 @@ def table(results: dict[str, Any]) -> str:
                 else ""
             )
         )
+    if "e2e-increment" in results:
+        from bench import bench_increment
+
+        lines.append(bench_increment.line(results["e2e-increment"]))
     if "batches" in results:
         lines += batch_costs.table(results["batches"])
     if "startup" in results:
@@ -240,7 +249,7 @@ def _whole_processes(
     wanted: list[str], args: argparse.Namespace, p: dict[str, Any], work: Path
 ) -> dict[str, Any]:
     """The benchmarks that time whole commands, each its own process."""
-    from bench import bench_e2e
+    from bench import bench_e2e, bench_increment
 
     out: dict[str, Any] = {}
     if _heavy("e2e", wanted, args):
@@ -257,6 +266,12 @@ def _whole_processes(
         )
         rounds = args.rounds or (1 if args.smoke else 2)
         out["e2e-kafka"] = bench_e2e.e2e_kafka(work, p["e2e_events"], p["e2e_keys"], rounds)
+    if _heavy("e2e-increment", wanted, args):
+        print("6c. whole processes: an hourly catch-up of a day's new file (sessions)", flush=True)
+        rounds = args.rounds or (1 if args.smoke else 3)
+        out["e2e-increment"] = bench_increment.increment(
+            work, p["increment_events"], p["increment_keys"], rounds
+        )
     if _heavy("batches", wanted, args):
         print("7. where a micro-batch's time goes (sessions, three arrivals)", flush=True)
         out["batches"] = batch_costs.measure(work, p["batch_events"])
@@ -294,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.perf_counter()
     # the helpers start their own processes: no session when only they run
-    in_session = set(BENCHES) - {"e2e", "e2e-kafka", "batches", "startup"}  # whole processes
+    # the whole processes
+    in_session = set(BENCHES) - {"e2e", "e2e-kafka", "e2e-increment", "batches", "startup"}
     spark = build_session("statekeeper-bench") if set(wanted) & in_session else None
     try:
         results.update(_in_session(spark, wanted, args, p, work))
