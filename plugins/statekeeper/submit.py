@@ -82,8 +82,10 @@ def quick_compiler(planned: Mapping[str, Any]) -> bool:
 
     if "inputs" not in planned:
         return False
-    layout = read_layout(planned["checkpoint"], sizes=False)
-    backlog = pending_bytes(planned["inputs"], layout)
+    try:
+        backlog = pending_bytes(planned["inputs"], read_layout(planned["checkpoint"], sizes=False))
+    except OSError:  # a folder it may not read: the run itself says what is wrong
+        backlog = None
     return jvm.quick_compiler(bool(planned.get("available_now")), backlog)
 
 

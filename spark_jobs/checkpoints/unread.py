@@ -172,9 +172,13 @@ def pending_bytes(inputs: Iterable[str], lay: Layout) -> int | None:
         with os.scandir(local) as entries:
             for e in entries:
                 readable = not paths.hidden_name(e.name) and fnmatchcase(e.name, paths.LANDING_GLOB)
-                if readable and e.is_file() and file_key(e.path) not in read:
-                    grows = 1 if e.name.endswith(".json") else COMPRESSED_TEXT
-                    total += e.stat().st_size * grows
+                if not readable or file_key(e.path) in read:
+                    continue
+                try:
+                    size = e.stat().st_size if e.is_file() else 0
+                except FileNotFoundError:
+                    continue  # moved away since the folder was listed
+                total += size * (1 if e.name.endswith(".json") else COMPRESSED_TEXT)
     return total
 
 
