@@ -1,13 +1,13 @@
 """``e2e-increment``: the catch-up a job runs every hour, timed as whole processes.
 
-A sessions job that has read one day's file gets the next day's: ``python -m spark_jobs run sessions`` on its
-checkpoint against :mod:`bench.builtin_pipeline` on its own (the pipeline a user would
-hand-write), each having read the first file in the same way. The second file holds the events of
-the first a day later (new sessions, nothing late), and each run reads exactly that file. Every
-round starts from the same saved state: the checkpoint and tables are copied back to the very
-folders they were written in (a checkpoint is bound to its tables' paths). Interleaved rounds,
-median kept, start-up included: at this size start-up and the first batch's set-up are most of a
-run, which is what the 1M-event rows do not show.
+A sessions job that has read one day's file gets the next day's: ``python -m spark_jobs run
+sessions`` on its checkpoint against :mod:`bench.builtin_pipeline` on its own (the pipeline a
+user would hand-write), each having read the first day in the same way. The next day's file
+holds the lines of the first with each event a day later (new sessions), and each run reads
+exactly that file. Every round starts from the same saved state: the checkpoint and tables are
+copied back to the very folders they were written in (a checkpoint is bound to its tables'
+paths). Interleaved rounds, median kept, start-up included: at this size start-up and the first
+batch's set-up are most of a run, which is what the 1M-event rows do not show.
 """
 
 from __future__ import annotations

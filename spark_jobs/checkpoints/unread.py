@@ -159,8 +159,8 @@ def landing_files(uri: str) -> dict[str, float]:
 def pending_bytes(inputs: Iterable[str], lay: Layout) -> int | None:
     """The size of what a run of this checkpoint has left to read: the files a local landing
     folder holds for the file source (its own files named ``LANDING_GLOB``) that no source log
-    names, a compressed one at :data:`COMPRESSED_TEXT` times its size. None when it cannot say cheaply: a Kafka topic (the broker knows its lag) or a store
-    (Spark lists it; not twice)."""
+    names, a compressed one at :data:`COMPRESSED_TEXT` times its size. None when it cannot say
+    cheaply: a Kafka topic (the broker knows its lag) or a store (Spark lists it; not twice)."""
     folders = [paths.local_path(u) for u in inputs]  # None: a topic's or a store's URI
     if any(f is None for f in folders):
         return None

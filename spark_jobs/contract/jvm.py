@@ -127,7 +127,7 @@ def java_options() -> str:
 # -- the compiler -------------------------------------------------------------------------------
 # The JVM's quick compiler only (C1 without profiling; no C2). On two cores the optimising
 # compiler competes with a short driver for a core and is done too late to pay back: a catch-up
-# of 2,000 new events took 11.5 s instead of 15.7 s, one of 1M events (150 MB) 24.7 s instead of
+# of 2,000 new events took 11.7 s instead of 16.3 s, one of 1M events (150 MB) 24.7 s instead of
 # 26.4 s, but one of 3M events (450 MB) 43.7 s instead of 35.6 s (whole processes, interleaved).
 QUICK_COMPILER = "-XX:TieredStopAtLevel=1"
 # The most an available-now run may have left to read for its driver to start with the quick
