@@ -52,14 +52,19 @@ def test_the_command_ships_the_package_and_jars_and_ends_with_the_run_arguments(
     target = SparkTarget.from_connection(_conn("k8s://https://api", 6443, namespace="jobs"))
     path = str(Path(sys.executable).parent)  # the venv's bin: pyspark's spark-submit
     args = ["run", "sessions", "--checkpoint", "/data/checkpoints/sessions"]
-    cmd = target.command(
-        application(),
-        args,
-        name="statekeeper-sessions",
-        py_files="/z.zip",
-        jars="/a.jar,/b.jar",
-        path=path,
-    )
+
+    def command(**more: bool) -> list[str]:
+        return target.command(
+            application(),
+            args,
+            name="statekeeper-sessions",
+            py_files="/z.zip",
+            jars="/a.jar,/b.jar",
+            path=path,
+            **more,
+        )
+
+    cmd = command()
     assert Path(cmd[0]) == Path(path) / "spark-submit" and os.access(cmd[0], os.X_OK)
     flags = dict(zip(cmd[1:-5:2], cmd[2:-5:2], strict=True))
     assert flags == {
@@ -75,24 +80,9 @@ def test_the_command_ships_the_package_and_jars_and_ends_with_the_run_arguments(
     assert cmd[-5:] == [application(), *args]
     monkeypatch.setattr(jvm, "java_options", lambda: "")  # none made, none set: no option
     monkeypatch.delenv(jvm.EXTRA)
-    cmd = target.command(
-        application(),
-        args,
-        name="statekeeper-sessions",
-        py_files="/z.zip",
-        jars="/a.jar,/b.jar",
-        path=path,
-    )
+    cmd = command()
     assert "--driver-java-options" not in cmd
-    cmd = target.command(
-        application(),
-        args,
-        name="statekeeper-sessions",
-        py_files="/z.zip",
-        jars="/a.jar,/b.jar",
-        path=path,
-        quick_compiler=True,  # a short run's driver
-    )
+    cmd = command(quick_compiler=True)  # a short run's driver
     assert cmd[cmd.index("--driver-java-options") + 1] == jvm.QUICK_COMPILER
     assert application().endswith("spark_jobs/__main__.py") and Path(application()).is_file()
 
