@@ -308,8 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     from spark_jobs.runtime.session import build_session
 
     started = time.perf_counter()
-    # the helpers start their own processes: no session when only they run
-    # the whole processes
+    # the helpers and the whole-process benches start their own: no session when only they run
     in_session = set(BENCHES) - {"e2e", "e2e-kafka", "e2e-increment", "batches", "startup"}
     spark = build_session("statekeeper-bench") if set(wanted) & in_session else None
     try:
