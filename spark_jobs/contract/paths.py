@@ -149,6 +149,8 @@ def outside_roots(
         r = normalise(root).rstrip("/")
         if norm.startswith(r + "/") or (allow_root and norm == r):
             return None
+        if norm == r:  # "outside the roots (..., this root)" would read as a contradiction
+            return f"{uri} is a {kind} root itself, shared by every job; use a folder under it"
     return (
         f"{uri} is outside the {kind} roots ({', '.join(allowed)}); use a path under one of "
         f"them or add its folder to ${ROOTS[kind][1]}"

@@ -35,3 +35,12 @@ def test_data_paths_follow_statekeeper_data_and_roots_refuse_escapes(tmp_path, m
     monkeypatch.setenv("STATEKEEPER_CHECKPOINT_ROOTS", "s3a://b/ck")
     assert paths.outside_roots("s3a://b/ck/sessions", "checkpoints") is None
     assert paths.outside_roots("s3a://b/ck/../other/x", "checkpoints") is not None
+
+
+def test_a_root_itself_is_refused_as_a_root_not_as_outside(tmp_path, monkeypatch):
+    monkeypatch.setenv("STATEKEEPER_CHECKPOINT_ROOTS", str(tmp_path / "ck"))
+    why = paths.outside_roots(str(tmp_path / "ck"), "checkpoints")
+    assert why is not None and "is a checkpoints root itself" in why, why
+    assert "outside" not in why
+    assert paths.outside_roots(str(tmp_path / "ck"), "checkpoints", allow_root=True) is None
+    assert paths.outside_roots(str(tmp_path / "ck" / "sessions"), "checkpoints") is None
