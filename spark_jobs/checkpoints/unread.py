@@ -251,3 +251,41 @@ def count(checkpoint: str, inputs: Iterable[str], files_per_batch: int | None = 
     """How many landing files the job never read (:func:`unread`); 0 when it cannot say."""
     found = unread(checkpoint, inputs, files_per_batch=files_per_batch)
     return len(found.files) if found else 0
+
+
+def planned_but_gone(lay: Layout) -> list[str]:
+    """Local landing files that a batch not yet committed planned to read and that are gone
+    since (moved away after a failed read, deleted by hand): Spark re-runs the batch from its
+    plan, skips them without a word, and counts their names as read from then on. Sorted full
+    paths; [] when every batch committed, or when the newest committed batch's end offsets
+    were not read (nothing is said rather than a guess)."""
+    if not lay.uncommitted:
+        return []
+    planned = files_read(lay).files
+    last = lay.last_committed
+    if last is not None:
+        ends = lay.offset_sources.get(last)
+        if ends is None:
+            return []
+        upto = {
+            str(i): int(end["logOffset"])
+            for i, end in enumerate(ends)
+            if isinstance(end, dict) and isinstance(end.get("logOffset"), int)
+        }
+        planned -= files_read(lay, upto).files  # an empty upto keeps every entry: none left
+    return sorted(f for f in planned if os.path.isabs(f) and not os.path.exists(f))
+
+
+def gone_line(lay: Layout, job: str) -> str | None:
+    """The run's one warning line for :func:`planned_but_gone` (None: nothing to say)."""
+    gone = planned_but_gone(lay)
+    if not gone:
+        return None
+    shown = ", ".join(gone[:EXAMPLES]) + (
+        f" and {len(gone) - EXAMPLES} more" if len(gone) > EXAMPLES else ""
+    )
+    return (
+        f"statekeeper: job {job} re-runs batch {lay.uncommitted[0]} without {len(gone)} landing "
+        f"file(s) it planned to read and that are gone since: {shown}; none of their lines is "
+        "read, and their names count as read: land them again under new names to have them read"
+    )

@@ -15,7 +15,6 @@ heartbeat line goes to the progress log, so a long batch is not taken for a stal
 from __future__ import annotations
 
 import json
-import re
 import signal
 import sys
 import time
@@ -24,13 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 from spark_jobs import completeness, eventlog
 from spark_jobs.contract import delta, paths
-from spark_jobs.contract.errors import ExitCode, JobFailed, UserError
+from spark_jobs.contract.errors import ExitCode, UserError
 from spark_jobs.contract.lock import JobLock
 from spark_jobs.contract.progress_log import BatchProgress, ProgressLog
 from spark_jobs.contract.spec import JobSpec
 from spark_jobs.io import events as ev
 from spark_jobs.io import sinks, sources, watermarks
 from spark_jobs.jobs import definition, fingerprint, query_wait
+from spark_jobs.jobs.run_failures import failure
 from spark_jobs.runtime import binding, progress, spark_errors
 
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ def precheck(
 ) -> Layout:
     """Everything that can be said before Spark starts: inputs, checkpoint health, the tables'
     writers, binding (the spec's and the tables'). Returns the checkpoint's layout it read."""
-    from spark_jobs.checkpoints.unread import never_read_line
+    from spark_jobs.checkpoints.unread import gone_line, never_read_line
 
     for uri in spec.inputs.values():
         sources.check_input(uri, spec.name)
@@ -129,6 +129,8 @@ def precheck(
             f"{first.fix} (python -m spark_jobs checkpoint validate --checkpoint {spec.checkpoint})",
             exit_code=ExitCode.UNSAFE,
         )
+    if (line := gone_line(layout, spec.name)) is not None:  # said before Spark skips them
+        print(line, file=sys.stderr, flush=True)
     check_writer(spec, new_checkpoint_for_existing_table)
     job = definition(spec.name)
     binding.check_and_bind(
@@ -166,45 +168,6 @@ def quick_compiler(spec: JobSpec, layout: Layout) -> bool:
 
     backlog = pending_bytes(spec.inputs.values(), layout)
     return jvm.quick_compiler(spec.trigger.available_now, backlog)
-
-
-def failure(spec: JobSpec, exc: BaseException) -> JobFailed:
-    """The one-line failure for an error Spark raised while ``spec`` ran (the detail stays in
-    Spark's log)."""
-    from spark_jobs.kafka.source import data_loss_line
-
-    lost = data_loss_line(spec, str(exc))
-    if lost:
-        return JobFailed(lost)
-    head = f"job {spec.name} failed: "
-    if any(c in str(exc) for c in STATE_SCHEMA_ERRORS):  # the code's state row changed
-        return JobFailed(
-            f"{head}the job's state row no longer matches the one its checkpoint "
-            f"{spec.checkpoint} holds; run python -m spark_jobs upgrade plan {spec.name} to see "
-            "the change and how to migrate the state (docs/upgrades.md)"
-        )
-    damaged = re.search(r"CANNOT_LOAD_STATE_STORE[.\w]*", str(exc))
-    if damaged:  # Spark's reason is buried under the foreachBatch and py4j wrappers
-        return JobFailed(
-            f"{head}Spark could not load its state from checkpoint {spec.checkpoint} "
-            f"({damaged.group(0)}: a state file is damaged or missing; Spark's log has which); "
-            f"restore a snapshot: python -m spark_jobs checkpoint restore {spec.name} "
-            f"--checkpoint {spec.checkpoint}"
-        )
-    if watermarks.REDEFINED in str(exc):  # Spark's hint (a config) is not the fix for our jobs
-        return JobFailed(
-            f"{head}its build sets a watermark where the runner already set one (the job "
-            "declares watermarks); ask with spark_jobs.io.watermarks.on(stream, column, seconds) "
-            "instead of withWatermark (docs/jobs.md, Adding a job)"
-        )
-    return JobFailed(head + spark_errors.reason(exc, spark_errors.LINE_LIMIT - len(head)))
-
-
-# Spark's refusals of a state row other than the stored one (a release that changed it)
-STATE_SCHEMA_ERRORS = (
-    "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE",
-    "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE",
-)
 
 
 def admitted_until_ms(spec: JobSpec) -> int | None:

@@ -7,6 +7,9 @@ Imports pyspark: only code that runs Spark imports this module.
 
 from __future__ import annotations
 
+import re
+from urllib.parse import unquote, urlparse
+
 from py4j.protocol import Py4JError, Py4JJavaError
 from pyspark.errors import PySparkException
 
@@ -67,3 +70,24 @@ def reason(exc: BaseException, limit: int = LINE_LIMIT) -> str:
         room = limit - len(error) - 2
         return f"{_clip(before, room)}: {error}" if room > 1 else error
     return type(exc).__name__
+
+
+# Spark could not read one of a batch's files (a truncated gzip, a file without read rights, one
+# gone between the listing and the read); the JVM exception that caused it says why.
+_READ_FILE = re.compile(
+    r"\[FAILED_READ_FILE[.\w]*\] Encountered error while reading file (.+?)\.\s"
+)
+_CAUSE = re.compile(r"Caused by: (?:[\w$]+\.)*([\w$]+(?:Exception|Error)(?::[^\n]*)?)")
+
+
+def unreadable_file(text: str) -> tuple[str, str] | None:
+    """The file a failed read named (a local path for a ``file:`` URL, else the URL, decoded)
+    and the cause under it (``EOFException: Unexpected end of input stream``), from a failed
+    query's whole text; None when the failure was no file read."""
+    read = _READ_FILE.search(text)
+    if read is None:
+        return None
+    url = unquote(read.group(1))
+    path = urlparse(url).path if url.startswith("file:") else url
+    cause = _CAUSE.search(text, read.end())
+    return path, _clip(" ".join(cause.group(1).split()), 100) if cause else "no cause given"

@@ -1,16 +1,22 @@
 """Every landed file is read, whatever its modification time (docs/jobs.md, "Landing files"):
 Spark's file source once forgot files more than 7 days older than the newest it had seen, so a file
-copied with its mtime (cp -p, rsync -t, tar x) was skipped for ever, silently."""
+copied with its mtime (cp -p, rsync -t, tar x) was skipped for ever, silently. A file Spark cannot
+read (a truncated ``.json.gz``) fails its batch with one line naming it; the batch is re-run from
+its plan, so a whole copy at that path is read, and a file moved away is said to be skipped."""
 
 from __future__ import annotations
 
+import gzip
+import json
 import os
+import shutil
 import time
 
 import pytest
 from jobkit import at, job_spec, write_lines
 
 from spark_jobs.checkpoints.validate import validate_checkpoint
+from spark_jobs.contract.errors import JobFailed
 from spark_jobs.jobs.runner import run_job
 
 pytestmark = pytest.mark.integration
@@ -47,3 +53,65 @@ def test_files_with_an_old_modification_time_are_read_by_the_next_run(spark, tmp
     assert second.input_rows == 5
     assert spark.read.format("delta").load(str(tmp_path / "out")).count() == 8
     assert "LANDING_FILES_UNREAD" not in validate_checkpoint(spec.checkpoint, spec).codes
+
+
+def _gzipped(folder, name: str, events: list[dict], cut: int | None = None):
+    """``events`` as a gzipped landing file, its first ``cut`` bytes only (a truncated upload)."""
+    data = gzip.compress(("\n".join(json.dumps(e) for e in events) + "\n").encode())
+    path = folder / name
+    path.write_bytes(data[:cut])
+    return path
+
+
+def _rows(spark, tmp_path) -> int:
+    return spark.read.format("delta").load(str(tmp_path / "out")).count()
+
+
+def _fails_on(spark, spec, broken) -> str:
+    with pytest.raises(JobFailed) as failed:
+        run_job(spec, spark=spark)
+    line = str(failed.value)
+    assert "\n" not in line and f"cannot read landing file {broken} (EOFException" in line, line
+    assert "nothing is lost" in line and "whole copy at that path" in line, line
+    return line
+
+
+def test_a_truncated_gzip_fails_its_batch_and_a_whole_copy_in_its_place_is_read(spark, tmp_path):
+    spec = job_spec("dedup_events", tmp_path)
+    folder = tmp_path / "land" / "clickstream"
+    write_lines(folder, "a.json", _events("a", range(0, 3)))
+    assert run_job(spec, spark=spark).input_rows == 3
+
+    write_lines(folder, "b.json", _events("b", range(3, 5)))
+    whole = _events("z", range(5, 9))
+    broken = _gzipped(folder, "z.json.gz", whole, cut=60)
+    _fails_on(spark, spec, broken)
+    assert _rows(spark, tmp_path) == 3  # nothing of the failed batch was written
+
+    _gzipped(folder, "z.json.gz", whole)  # the upload, completed under the same name
+    assert run_job(spec, spark=spark).input_rows == 6
+    assert _rows(spark, tmp_path) == 9
+    assert "LANDING_FILES_UNREAD" not in validate_checkpoint(spec.checkpoint, spec).codes
+
+
+def test_a_truncated_gzip_moved_away_is_said_to_be_skipped(spark, tmp_path, capsys):
+    spec = job_spec("dedup_events", tmp_path)
+    folder = tmp_path / "land" / "clickstream"
+    write_lines(folder, "a.json", _events("a", range(0, 3)))
+    assert run_job(spec, spark=spark).input_rows == 3
+    write_lines(folder, "b.json", _events("b", range(3, 5)))
+    whole = _events("z", range(5, 9))
+    broken = _gzipped(folder, "z.json.gz", whole, cut=60)
+    _fails_on(spark, spec, broken)
+
+    shutil.move(broken, tmp_path / "z.json.gz")  # out of the landing folder
+    capsys.readouterr()
+    assert run_job(spec, spark=spark).input_rows == 2  # the batch, re-run without it
+    said = capsys.readouterr().err
+    assert f"without 1 landing file(s) it planned to read and that are gone since: {broken}" in (
+        said
+    ), said
+    # Its name now counts as read: its lines come in under a new name.
+    _gzipped(folder, "z-again.json.gz", whole)
+    assert run_job(spec, spark=spark).input_rows == 4
+    assert _rows(spark, tmp_path) == 9

@@ -16,7 +16,7 @@ from pyspark.errors import (
 
 from spark_jobs.contract.errors import JobFailed, UserError
 from spark_jobs.contract.spec import load_spec
-from spark_jobs.jobs.runner import failure
+from spark_jobs.jobs.run_failures import failure
 from spark_jobs.runtime import spark_errors
 
 pytestmark = pytest.mark.unit
@@ -129,3 +129,29 @@ def test_a_second_watermark_names_the_fix_not_sparks_config():
     msg = str(failure(load_spec("user_counts"), exc))
     assert msg.startswith("job user_counts failed: its build sets a watermark")
     assert "watermarks.on(" in msg and "allowMultiple" not in msg and "\n" not in msg
+
+
+# Spark 4.2's text when a task cannot read one of a batch's files, under the foreachBatch wrapper
+def _read_failed(url: str) -> StreamingQueryException:
+    return StreamingQueryException(
+        message="[STREAM_FAILED] Query [id = 1f, runId = 2e] terminated with exception: "
+        "[FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred in the user provided function in "
+        "foreach batch sink. Reason: py4j.protocol.Py4JJavaError: An error occurred while "
+        "calling o470.collectToPython.\n: org.apache.spark.SparkException: [FAILED_READ_FILE."
+        f"NO_HINT] Encountered error while reading file {url}.  SQLSTATE: KD001\n"
+        "\tat org.apache.spark.sql.errors.QueryExecutionErrors$.cannotReadFilesError(x:940)\n"
+        "Caused by: java.io.EOFException: Unexpected end of input stream\n\tat x.y(z:1)\n"
+    )
+
+
+def test_a_file_spark_cannot_read_is_named_with_its_cause():
+    spec = load_spec("user_counts").with_overrides(input="/srv/land/my clicks")
+    line = str(failure(spec, _read_failed("file:///srv/land/my%20clicks/a.json.gz")))
+    assert line.startswith(
+        "job user_counts failed: cannot read landing file /srv/land/my clicks/a.json.gz "
+        "(EOFException: Unexpected end of input stream); its batch did not commit"
+    ), line
+    # Not a landing file (a table's): named, without the landing folder's advice.
+    line = str(failure(spec, _read_failed("file:///srv/tables/user_counts/part-0.parquet")))
+    assert "cannot read file /srv/tables/user_counts/part-0.parquet (EOFException" in line
+    assert "landing" not in line and "\n" not in line
