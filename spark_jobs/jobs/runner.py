@@ -105,13 +105,15 @@ def precheck(
 ) -> Layout:
     """Everything that can be said before Spark starts: inputs, checkpoint health, the tables'
     writers, binding (the spec's and the tables'). Returns the checkpoint's layout it read."""
-    from spark_jobs.checkpoints.unread import gone_line, never_read_line
+    from spark_jobs.checkpoints.unread import gone_line, never_read_line, read_as_text_line
 
     for uri in spec.inputs.values():
         sources.check_input(uri, spec.name)
-        # landed but never to be read (events.ndjson, a subfolder): said now, not after 60 s
-        if (line := never_read_line(uri, spec.name)) is not None:
-            print(line, file=sys.stderr, flush=True)
+        # landed but never to be read (events.ndjson, a subfolder), or read as text though
+        # compressed (a .json.xz): said now, not found later in the quarantine
+        for line in (never_read_line(uri, spec.name), read_as_text_line(uri, spec.name)):
+            if line is not None:
+                print(line, file=sys.stderr, flush=True)
     from spark_jobs.checkpoints.queries import check_pending
 
     check_pending(spec.checkpoint)  # first: a command cut short says best what to do

@@ -158,3 +158,27 @@ def test_a_run_with_little_to_read_starts_its_driver_with_the_quick_compiler(tmp
     assert not runner.quick_compiler(continuous, layout)
     monkeypatch.setattr(jvm, "QUICK_MAX_BYTES", 100)  # the folder now holds more than that
     assert not runner.quick_compiler(spec, layout)
+
+
+def test_a_run_says_which_files_it_reads_as_text_though_they_are_compressed(
+    tmp_path, monkeypatch, capsys
+):
+    """Hadoop decodes .gz, .bz2, .zst (and .lz4, .snappy, .deflate); a .json.xz or .json.zip is
+    read as text, its bytes quarantined line by line: the precheck names such files first."""
+    from spark_jobs.jobs import runner
+
+    for var in ("CHECKPOINT", "LANDING", "TABLE"):
+        monkeypatch.setenv(f"STATEKEEPER_{var}_ROOTS", str(tmp_path))
+    land = tmp_path / "land"
+    land.mkdir()
+    for name in ("a.json", "b.json.gz", "c.json.bz2", "d.json.zst", "e.json.xz", "f.json.ZIP"):
+        (land / name).write_bytes(b"\xfd7zXZ\x00")
+    (land / ".g.json.xz").write_bytes(b"")  # hidden: never read at all
+    assert unread.read_as_text(str(land)) == ["e.json.xz", "f.json.ZIP"]
+    spec = load_spec("user_counts").with_overrides(
+        input=str(land), output=str(tmp_path / "out"), checkpoint=str(tmp_path / "ck")
+    )
+    runner.precheck(spec)
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if "as plain text" in ln]
+    assert len(lines) == 1, lines
+    assert "reads 2 file(s) of landing folder" in lines[0] and "e.json.xz, f.json.ZIP (" in lines[0]
