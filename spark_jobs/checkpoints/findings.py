@@ -105,6 +105,10 @@ CATALOGUE: dict[str, tuple[str, str]] = {
         WARNING,
         "run the job again (it reads every file whatever its modification time); a file still unread is not named *.json* or was removed from the source log",
     ),
+    "LANDING_FILES_CHANGED": (
+        WARNING,
+        "land what was written to them after the read under a new name; write landing files under a hidden name (. or _) and rename them into place",
+    ),
     "FILE_SOURCE_LOG_BLOAT": (
         WARNING,
         "fewer, larger input files (or the cleanSource option); the log grows with every file ever read",

@@ -74,10 +74,10 @@ class SourceLog:
     newest_batch_files: list[int] = field(default_factory=list)  # per source
 
 
-def files_read(lay: Layout, upto: dict[str, int] | None = None) -> SourceLog:
-    """Every file the checkpoint's file sources logged; with ``upto`` (source -> log batch, as a
-    batch's end offsets give it), only those logged at or before it: what the batches up to that
-    one read, not what a batch planned after it lists."""
+def source_log_files(lay: Layout) -> dict[str, list[tuple[int, str]]]:
+    """Per file source, the log files that hold its entries, oldest first, as (log batch,
+    relative path): the newest compact file (which repeats every entry before it) and the delta
+    files after it."""
     logs: dict[str, dict[int, str]] = {}  # source -> log batch -> relative path
     compact: dict[str, int] = {}
     for rel in lay.files:
@@ -89,13 +89,22 @@ def files_read(lay: Layout, upto: dict[str, int] | None = None) -> SourceLog:
         logs.setdefault(parts[1], {})[n] = rel
         if m.group(2):
             compact[parts[1]] = max(compact.get(parts[1], -1), n)
+    return {
+        src: [(n, batches[n]) for n in sorted(b for b in batches if b >= compact.get(src, -1))]
+        for src, batches in logs.items()
+    }
+
+
+def files_read(lay: Layout, upto: dict[str, int] | None = None) -> SourceLog:
+    """Every file the checkpoint's file sources logged; with ``upto`` (source -> log batch, as a
+    batch's end offsets give it), only those logged at or before it: what the batches up to that
+    one read, not what a batch planned after it lists."""
     out = SourceLog()
-    for src, batches in logs.items():
-        since = compact.get(src, -1)  # the newest compact file holds every entry up to it
-        newest = max(batches)
+    for src, rels in source_log_files(lay).items():
+        newest = rels[-1][0]
         in_newest = 0
-        for n in sorted(b for b in batches if b >= since):
-            for line in read_text(lay.uri, batches[n]).split("\n")[1:]:
+        for _n, rel in rels:
+            for line in read_text(lay.uri, rel).split("\n")[1:]:
                 entry = _entry(line)
                 if entry is None or _after(entry[1], (upto or {}).get(src)):
                     continue

@@ -15,6 +15,8 @@ from typing import Any
 
 from spark_jobs.checkpoints import first_batch
 from spark_jobs.checkpoints.findings import Report
+from spark_jobs.checkpoints.landing_changes import changed_after_read
+from spark_jobs.checkpoints.landing_changes import describe as describe_changed
 from spark_jobs.checkpoints.layout import Layout, read_layout
 from spark_jobs.checkpoints.unread import unread
 from spark_jobs.contract.durations import describe
@@ -48,6 +50,9 @@ def validate_checkpoint(
     rep = Report(checkpoint=checkpoint, exists=lay.exists)
     if lay.exists and (lay.offsets or lay.commits or "metadata" in lay.files or lay.stores):
         _check_layout(lay, rep)
+        # the landing files its source log names, spec or not (a job's own or a backfill's)
+        if changed := changed_after_read(lay):
+            rep.add("LANDING_FILES_CHANGED", describe_changed(changed))
         if spec is not None:
             _check_spec(lay, rep, spec, snapshot_root)
     rep.seconds = time.perf_counter() - started

@@ -133,6 +133,11 @@ def precheck(
         )
     if (line := gone_line(layout, spec.name)) is not None:  # said before Spark skips them
         print(line, file=sys.stderr, flush=True)
+    for f in report.findings:  # lines appended to a file after its read: never to be read
+        if f.code == "LANDING_FILES_CHANGED":
+            print(
+                f"statekeeper: job {spec.name}: {f.message}; {f.fix}", file=sys.stderr, flush=True
+            )
     check_writer(spec, new_checkpoint_for_existing_table)
     job = definition(spec.name)
     binding.check_and_bind(

@@ -91,7 +91,8 @@ def test_a_truncated_gzip_fails_its_batch_and_a_whole_copy_in_its_place_is_read(
     _gzipped(folder, "z.json.gz", whole)  # the upload, completed under the same name
     assert run_job(spec, spark=spark).input_rows == 6
     assert _rows(spark, tmp_path) == 9
-    assert "LANDING_FILES_UNREAD" not in validate_checkpoint(spec.checkpoint, spec).codes
+    codes = validate_checkpoint(spec.checkpoint, spec).codes
+    assert not {"LANDING_FILES_UNREAD", "LANDING_FILES_CHANGED"} & set(codes)  # read whole
 
 
 def test_a_truncated_gzip_moved_away_is_said_to_be_skipped(spark, tmp_path, capsys):
@@ -115,3 +116,25 @@ def test_a_truncated_gzip_moved_away_is_said_to_be_skipped(spark, tmp_path, caps
     _gzipped(folder, "z-again.json.gz", whole)
     assert run_job(spec, spark=spark).input_rows == 4
     assert _rows(spark, tmp_path) == 9
+
+
+def test_lines_appended_to_a_file_after_its_batch_are_reported_not_lost_in_silence(
+    spark, tmp_path, capsys
+):
+    """The file source reads each name once: what a producer appends to a file after its batch
+    committed is never read. The next run and ``checkpoint validate`` say which file."""
+    spec = job_spec("dedup_events", tmp_path)
+    folder = tmp_path / "land" / "clickstream"
+    grown = write_lines(folder, "grows.json", _events("a", range(0, 3)))
+    assert run_job(spec, spark=spark).input_rows == 3
+    assert "LANDING_FILES_CHANGED" not in validate_checkpoint(spec.checkpoint, spec).codes
+
+    time.sleep(0.05)  # past the commit's modification time on any clock granularity
+    with grown.open("a") as out:
+        out.write("\n".join(json.dumps(e) for e in _events("b", range(3, 5))) + "\n")
+    capsys.readouterr()
+    assert run_job(spec, spark=spark).input_rows == 0  # Spark's rule: the name was read
+    said = capsys.readouterr().err
+    assert f"1 landing file(s) changed after the batch that read them committed: {grown}" in said
+    report = validate_checkpoint(spec.checkpoint, spec)
+    assert report.codes == ["LANDING_FILES_CHANGED"], report.codes
