@@ -20,7 +20,7 @@ import json
 import os
 
 from spark_jobs.checkpoints.layout import Layout
-from spark_jobs.checkpoints.unread import EXAMPLES, file_key, source_log_files
+from spark_jobs.checkpoints.unread import file_key, shown, source_log_files
 from spark_jobs.contract import paths
 
 
@@ -47,12 +47,9 @@ def changed_after_read(lay: Layout) -> list[str]:
 
 def describe(changed: list[str]) -> str:
     """The finding's message: the count, a few names and what to do."""
-    shown = ", ".join(changed[:EXAMPLES]) + (
-        f" and {len(changed) - EXAMPLES} more" if len(changed) > EXAMPLES else ""
-    )
     return (
         f"{len(changed)} landing file(s) changed after the batch that read them committed: "
-        f"{shown}; what was written to them since is never read (each name is read once)"
+        f"{shown(changed)}; what was written to them since is never read (each name is read once)"
     )
 
 

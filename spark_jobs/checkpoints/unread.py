@@ -36,6 +36,14 @@ from spark_jobs.contract import paths
 # the driver's: a file newer than this before the newest batch may simply be the next batch's.
 SETTLE_SECONDS = 60.0
 EXAMPLES = 3  # names a report shows
+
+
+def shown(names: list[str]) -> str:
+    """The first :data:`EXAMPLES` of ``names``, and how many more there are."""
+    more = f" and {len(names) - EXAMPLES} more" if len(names) > EXAMPLES else ""
+    return ", ".join(names[:EXAMPLES]) + more
+
+
 # A compressed landing file (``.json.gz``) counts for this many times its size in
 # :func:`pending_bytes`: the work is the JSON text, which gzip shrinks about eightfold.
 COMPRESSED_TEXT = 8
@@ -49,11 +57,10 @@ class Unread:
     batch: int  # the newest batch, the one they were there before
 
     def describe(self) -> str:
-        shown = ", ".join(os.path.basename(f) for f in self.files[:EXAMPLES])
-        more = f" and {len(self.files) - EXAMPLES} more" if len(self.files) > EXAMPLES else ""
+        names = shown([os.path.basename(f) for f in self.files])
         return (
             f"{len(self.files)} landing file(s) were there before batch {self.batch} and are in "
-            f"no file source log: {shown}{more}"
+            f"no file source log: {names}"
         )
 
 
@@ -216,12 +223,9 @@ def never_read_line(uri: str, job: str) -> str | None:
     names = never_read(uri)
     if not names:
         return None
-    shown = ", ".join(names[:EXAMPLES]) + (
-        f" and {len(names) - EXAMPLES} more" if len(names) > EXAMPLES else ""
-    )
     return (
         f"statekeeper: job {job} never reads {len(names)} entr{'y' if len(names) == 1 else 'ies'} "
-        f"of landing folder {uri}: {shown} (it reads files named {paths.LANDING_GLOB} in the "
+        f"of landing folder {uri}: {shown(names)} (it reads files named {paths.LANDING_GLOB} in the "
         "folder itself; rename or move them there)"
     )
 
@@ -255,12 +259,9 @@ def read_as_text_line(uri: str, job: str) -> str | None:
     names = read_as_text(uri)
     if not names:
         return None
-    shown = ", ".join(names[:EXAMPLES]) + (
-        f" and {len(names) - EXAMPLES} more" if len(names) > EXAMPLES else ""
-    )
     return (
         f"statekeeper: job {job} reads {len(names)} file(s) of landing folder {uri} as plain "
-        f"text, compressed in a format Spark does not decompress: {shown} (their lines go to "
+        f"text, compressed in a format Spark does not decompress: {shown(names)} (their lines go to "
         "quarantine as not UTF-8 or not JSON); land them uncompressed or as .json.gz, "
         ".json.bz2 or .json.zst under new names"
     )
@@ -330,11 +331,8 @@ def gone_line(lay: Layout, job: str) -> str | None:
     gone = planned_but_gone(lay)
     if not gone:
         return None
-    shown = ", ".join(gone[:EXAMPLES]) + (
-        f" and {len(gone) - EXAMPLES} more" if len(gone) > EXAMPLES else ""
-    )
     return (
         f"statekeeper: job {job} re-runs batch {lay.uncommitted[0]} without {len(gone)} landing "
-        f"file(s) it planned to read and that are gone since: {shown}; none of their lines is "
+        f"file(s) it planned to read and that are gone since: {shown(gone)}; none of their lines is "
         "read, and their names count as read: land them again under new names to have them read"
     )

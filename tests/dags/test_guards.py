@@ -61,7 +61,7 @@ def test_guard_and_job_resolve_a_relative_data_checkpoint_to_the_same_folder(dat
     ("params", "refused"),
     [
         ({"checkpoint": "../../.."}, "param checkpoint: ../../.. is outside the checkpoints roots"),
-        ({"checkpoint": ".data/checkpoints"}, "outside the checkpoints roots"),  # the root itself
+        ({"checkpoint": ".data/checkpoints"}, "is a checkpoints root itself"),  # the root itself
         ({"input": "/etc"}, "param input: /etc is outside the landing roots"),
         ({"output": ".data/landing/clickstream"}, "param output: .data/landing/clickstream is"),
         ({"output": ".data/tables/../../../x"}, "outside the tables roots"),

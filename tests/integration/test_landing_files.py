@@ -67,28 +67,31 @@ def _rows(spark, tmp_path) -> int:
     return spark.read.format("delta").load(str(tmp_path / "out")).count()
 
 
-def _fails_on(spark, spec, broken) -> str:
+WHOLE = _events("z", range(5, 9))  # the gzipped file's events
+
+
+def _failed_batch(spark, tmp_path):
+    """A run reads a.json; the next batch holds b.json and a truncated z.json.gz, and fails with
+    one line naming it. Returns the spec, the landing folder and the broken file."""
+    spec = job_spec("dedup_events", tmp_path)
+    folder = tmp_path / "land" / "clickstream"
+    write_lines(folder, "a.json", _events("a", range(0, 3)))
+    assert run_job(spec, spark=spark).input_rows == 3
+    write_lines(folder, "b.json", _events("b", range(3, 5)))
+    broken = _gzipped(folder, "z.json.gz", WHOLE, cut=60)
     with pytest.raises(JobFailed) as failed:
         run_job(spec, spark=spark)
     line = str(failed.value)
     assert "\n" not in line and f"cannot read landing file {broken} (EOFException" in line, line
     assert "nothing is lost" in line and "whole copy at that path" in line, line
-    return line
+    assert _rows(spark, tmp_path) == 3  # nothing of the failed batch was written
+    return spec, folder, broken
 
 
 def test_a_truncated_gzip_fails_its_batch_and_a_whole_copy_in_its_place_is_read(spark, tmp_path):
-    spec = job_spec("dedup_events", tmp_path)
-    folder = tmp_path / "land" / "clickstream"
-    write_lines(folder, "a.json", _events("a", range(0, 3)))
-    assert run_job(spec, spark=spark).input_rows == 3
+    spec, folder, _ = _failed_batch(spark, tmp_path)
 
-    write_lines(folder, "b.json", _events("b", range(3, 5)))
-    whole = _events("z", range(5, 9))
-    broken = _gzipped(folder, "z.json.gz", whole, cut=60)
-    _fails_on(spark, spec, broken)
-    assert _rows(spark, tmp_path) == 3  # nothing of the failed batch was written
-
-    _gzipped(folder, "z.json.gz", whole)  # the upload, completed under the same name
+    _gzipped(folder, "z.json.gz", WHOLE)  # the upload, completed under the same name
     assert run_job(spec, spark=spark).input_rows == 6
     assert _rows(spark, tmp_path) == 9
     codes = validate_checkpoint(spec.checkpoint, spec).codes
@@ -96,14 +99,7 @@ def test_a_truncated_gzip_fails_its_batch_and_a_whole_copy_in_its_place_is_read(
 
 
 def test_a_truncated_gzip_moved_away_is_said_to_be_skipped(spark, tmp_path, capsys):
-    spec = job_spec("dedup_events", tmp_path)
-    folder = tmp_path / "land" / "clickstream"
-    write_lines(folder, "a.json", _events("a", range(0, 3)))
-    assert run_job(spec, spark=spark).input_rows == 3
-    write_lines(folder, "b.json", _events("b", range(3, 5)))
-    whole = _events("z", range(5, 9))
-    broken = _gzipped(folder, "z.json.gz", whole, cut=60)
-    _fails_on(spark, spec, broken)
+    spec, folder, broken = _failed_batch(spark, tmp_path)
 
     shutil.move(broken, tmp_path / "z.json.gz")  # out of the landing folder
     capsys.readouterr()
@@ -113,7 +109,7 @@ def test_a_truncated_gzip_moved_away_is_said_to_be_skipped(spark, tmp_path, caps
         said
     ), said
     # Its name now counts as read: its lines come in under a new name.
-    _gzipped(folder, "z-again.json.gz", whole)
+    _gzipped(folder, "z-again.json.gz", WHOLE)
     assert run_job(spec, spark=spark).input_rows == 4
     assert _rows(spark, tmp_path) == 9
 
