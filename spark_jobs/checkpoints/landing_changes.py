@@ -1,16 +1,20 @@
-"""Landing files that changed after the batch that read them committed: lines appended to a file
-(a producer that keeps writing to one file, a copy that was still going when Spark listed it
-and finished later) are never read, because the file source reads each name once.
+"""Landing files that changed after their batch read them: lines appended to a file (a producer
+that keeps writing to one file, a copy still going when Spark listed it) are never read, because
+the file source reads each name once, as the file is when its batch runs.
 
 Spark's file-source log holds each file's modification time as listed (``timestamp``, ms). The
-batch that read it committed at the modification time of the first ``commits/<N>`` file after
-the log file that names it was written (batches plan and commit in turn). A landing file whose
-modification time is now later than both changed after that read was final. A file changed
-between the listing and the commit is not counted: a whole copy put in place of a file whose
-read failed (the run's advice) is read when the batch runs again, before it commits.
+read of a batch starts when the run of it that committed starts: the ``timestamp`` of its
+progress record (``<checkpoint>/_statekeeper/progress.jsonl``, the record whose file source
+ended at that log batch). A landing file whose modification time is now later than both changed
+after that read. A whole copy put in place of a file whose read failed (the run's advice) is
+written before the batch runs again, so it is not counted. Where the progress log no longer has
+the batch, the commit bounds the read instead: the first ``commits/<N>`` file written after the
+log file that names the landing file (batches plan and commit in turn), which misses a change
+made while that batch ran.
 
-Local checkpoints and landing folders only (a stat per logged file that is still there), no
-Spark: ``checkpoint validate`` warns ``LANDING_FILES_CHANGED``, and ``run`` prints that warning.
+Local checkpoints and landing folders only, no Spark; a stat per logged file that is still
+there, and the progress log read backwards only when a file changed since it was listed:
+``checkpoint validate`` warns ``LANDING_FILES_CHANGED``, and ``run`` prints that warning.
 """
 
 from __future__ import annotations
@@ -18,31 +22,80 @@ from __future__ import annotations
 import bisect
 import json
 import os
+from dataclasses import dataclass
 
 from spark_jobs.checkpoints.layout import Layout
 from spark_jobs.checkpoints.unread import file_key, shown, source_log_files
 from spark_jobs.contract import paths
+from spark_jobs.contract.progress_log import BatchProgress, ProgressLog
+
+
+@dataclass(frozen=True)
+class Changed:
+    """A logged landing file whose modification time moved since the source listed it."""
+
+    path: str
+    source: str  # the file source's folder under ``sources/``
+    log_batch: int  # the source log batch that listed it
+    mtime: float  # now, epoch seconds
+    committed: float | None  # the commit that followed its log file (None: not committed yet)
 
 
 def changed_after_read(lay: Layout) -> list[str]:
-    """Full paths, sorted, of the landing files that changed after their batch committed."""
+    """Full paths, sorted, of the landing files that changed after their batch read them."""
+    candidates = _changed_since_listed(lay)
+    if not candidates:
+        return []
+    starts = _read_starts(lay.uri, {(c.source, c.log_batch) for c in candidates})
+    out = set()
+    for c in candidates:
+        read = starts.get((c.source, c.log_batch), c.committed)
+        if read is not None and c.mtime > read:
+            out.add(c.path)
+    return sorted(out)
+
+
+def _changed_since_listed(lay: Layout) -> list[Changed]:
     root = paths.local_path(lay.uri)
     if root is None or not lay.commits:
         return []
     commits = sorted(t for b in lay.commits if (t := _mtime(root / "commits" / str(b))))
-    out: set[str] = set()
-    for rel in (r for rels in source_log_files(lay).values() for _n, r in rels):
-        planned = _mtime(root / rel)
-        at = bisect.bisect_left(commits, planned) if planned else len(commits)
-        if at == len(commits):
-            continue  # not committed yet (or the log file went): the next batch may read it
-        committed = commits[at]
-        for path, listed_ms in _entries((root / rel).read_text(errors="replace")):
-            key = file_key(path)
-            now = _mtime(key) if os.path.isabs(key) else None
-            if now is not None and now * 1000 > listed_ms + 1 and now > committed:
-                out.add(key)
-    return sorted(out)
+    out = []
+    for source, rels in source_log_files(lay).items():
+        for _n, rel in rels:
+            planned = _mtime(root / rel)
+            at = bisect.bisect_left(commits, planned) if planned else len(commits)
+            committed = commits[at] if at < len(commits) else None
+            for path, listed_ms, batch in _entries((root / rel).read_text(errors="replace")):
+                key = file_key(path)
+                now = _mtime(key) if os.path.isabs(key) else None
+                if now is not None and now * 1000 > listed_ms + 1:
+                    out.append(Changed(key, source, batch, now, committed))
+    return out
+
+
+def _read_starts(checkpoint: str, wanted: set[tuple[str, int]]) -> dict[tuple[str, int], float]:
+    """(source, log batch) -> when the run of the batch that read it started, from the newest
+    progress records back, until every wanted one is found or the log ends."""
+    found: dict[tuple[str, int], float] = {}
+    for rec in ProgressLog(checkpoint).backwards():
+        if not isinstance(rec, BatchProgress) or rec.time is None:
+            continue
+        for i, src in enumerate(rec.sources):
+            end, begin = _log_offset(src.get("endOffset")), _log_offset(src.get("startOffset"))
+            if end is None or end == begin:  # no source log batch of its own: read nothing
+                continue
+            key = (str(i), end)
+            if key in wanted and key not in found:
+                found[key] = rec.time
+        if len(found) == len(wanted):
+            break
+    return found
+
+
+def _log_offset(offset: object) -> int | None:
+    value = offset.get("logOffset") if isinstance(offset, dict) else None
+    return value if isinstance(value, int) else None
 
 
 def describe(changed: list[str]) -> str:
@@ -60,8 +113,8 @@ def _mtime(path: object) -> float | None:
         return None
 
 
-def _entries(text: str) -> list[tuple[str, float]]:
-    """(path, listed modification time in ms) of each file entry of a source log file."""
+def _entries(text: str) -> list[tuple[str, float, int]]:
+    """(path, listed modification time in ms, log batch) of each file entry of a source log."""
     out = []
     for line in text.split("\n")[1:]:
         if not line.strip().startswith("{"):
@@ -70,7 +123,7 @@ def _entries(text: str) -> list[tuple[str, float]]:
             entry = json.loads(line)
         except ValueError:
             continue
-        path, ts = entry.get("path"), entry.get("timestamp")
-        if isinstance(path, str) and isinstance(ts, int | float):
-            out.append((path, float(ts)))
+        path, ts, batch = entry.get("path"), entry.get("timestamp"), entry.get("batchId")
+        if isinstance(path, str) and isinstance(ts, int | float) and isinstance(batch, int):
+            out.append((path, float(ts), batch))
     return out

@@ -1,10 +1,12 @@
-"""Landing files changed after the batch that read them committed, from files alone: each entry's
-listed modification time and the first commit after its log file, against the file now."""
+"""Landing files changed after their batch read them, from files alone: each entry's listed
+modification time, the start of the batch's run (progress log) or else the first commit after its
+log file, against the file now."""
 
 from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -62,3 +64,29 @@ def test_a_file_gone_since_is_not_a_change(tmp_path):
     ck, files = _checkpoint(tmp_path, committed=True)
     files["after_commit"].unlink()
     assert changed_after_read(read_layout(str(ck), sizes=False)) == []
+
+
+def _progress(ck: Path, started: float) -> None:
+    """Batch 0's progress record: its run started at ``started`` and read log batch 0."""
+    record = {
+        "id": "q",
+        "runId": "r",
+        "name": "dedup_events",
+        "batchId": 0,
+        "timestamp": datetime.fromtimestamp(started, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "sources": [{"startOffset": None, "endOffset": {"logOffset": 0}}],
+    }
+    (ck / "_statekeeper").mkdir(exist_ok=True)
+    (ck / "_statekeeper" / "progress.jsonl").write_text(json.dumps(record) + "\n")
+
+
+def test_the_batch_runs_start_bounds_the_read_where_the_progress_log_has_it(tmp_path):
+    """A file copied into place is listed half-written and finished while its batch runs: the
+    batch read it up to the listed length, so a change after the run started counts; one
+    made before the run (a whole copy put in place before a re-run) does not."""
+    ck, files = _checkpoint(tmp_path, committed=True)
+    _progress(ck, T + 80)  # the run that committed started after the listing, before the commit
+    _at(files["before_commit"], T + 100)  # finished while the batch ran
+    _at(files["same"], T + 70)  # a whole copy put in place before that run started
+    got = changed_after_read(read_layout(str(ck), sizes=False))
+    assert got == sorted([str(files["before_commit"]), str(files["after_commit"])])
