@@ -99,10 +99,11 @@ def _log_offset(offset: object) -> int | None:
 
 
 def describe(changed: list[str]) -> str:
-    """The finding's message: the count, a few names and what to do."""
+    """The finding's message: the count, a few names and what it means (the fix is the
+    catalogue's)."""
     return (
-        f"{len(changed)} landing file(s) changed after the batch that read them committed: "
-        f"{shown(changed)}; what was written to them since is never read (each name is read once)"
+        f"{len(changed)} landing file(s) changed after their batch read them: {shown(changed)}; "
+        "what was written to them since is never read (each name is read once)"
     )
 
 

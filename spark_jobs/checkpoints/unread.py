@@ -37,16 +37,15 @@ from spark_jobs.contract import paths
 SETTLE_SECONDS = 60.0
 EXAMPLES = 3  # names a report shows
 
+# A compressed landing file (``.json.gz``) counts for this many times its size in
+# :func:`pending_bytes`: the work is the JSON text, which gzip shrinks about eightfold.
+COMPRESSED_TEXT = 8
+
 
 def shown(names: list[str]) -> str:
     """The first :data:`EXAMPLES` of ``names``, and how many more there are."""
     more = f" and {len(names) - EXAMPLES} more" if len(names) > EXAMPLES else ""
     return ", ".join(names[:EXAMPLES]) + more
-
-
-# A compressed landing file (``.json.gz``) counts for this many times its size in
-# :func:`pending_bytes`: the work is the JSON text, which gzip shrinks about eightfold.
-COMPRESSED_TEXT = 8
 
 
 @dataclass(frozen=True)

@@ -131,6 +131,6 @@ def test_lines_appended_to_a_file_after_its_batch_are_reported_not_lost_in_silen
     capsys.readouterr()
     assert run_job(spec, spark=spark).input_rows == 0  # Spark's rule: the name was read
     said = capsys.readouterr().err
-    assert f"1 landing file(s) changed after the batch that read them committed: {grown}" in said
+    assert f"1 landing file(s) changed after their batch read them: {grown}" in said
     report = validate_checkpoint(spec.checkpoint, spec)
     assert report.codes == ["LANDING_FILES_CHANGED"], report.codes
