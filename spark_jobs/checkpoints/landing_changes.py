@@ -20,12 +20,12 @@ there, and the progress log read backwards only when a file changed since it was
 from __future__ import annotations
 
 import bisect
-import json
 import os
 from dataclasses import dataclass
 
+from spark_jobs.checkpoints.files import read_text
 from spark_jobs.checkpoints.layout import Layout
-from spark_jobs.checkpoints.unread import file_key, shown, source_log_files
+from spark_jobs.checkpoints.unread import file_key, log_entries, shown, source_log_files
 from spark_jobs.contract import paths
 from spark_jobs.contract.progress_log import BatchProgress, ProgressLog
 
@@ -66,11 +66,13 @@ def _changed_since_listed(lay: Layout) -> list[Changed]:
             planned = _mtime(root / rel)
             at = bisect.bisect_left(commits, planned) if planned else len(commits)
             committed = commits[at] if at < len(commits) else None
-            for path, listed_ms, batch in _entries((root / rel).read_text(errors="replace")):
-                key = file_key(path)
+            for e in log_entries(read_text(lay.uri, rel)):
+                if e.batch is None or e.listed_ms is None:
+                    continue
+                key = file_key(e.path)
                 now = _mtime(key) if os.path.isabs(key) else None
-                if now is not None and now * 1000 > listed_ms + 1:
-                    out.append(Changed(key, source, batch, now, committed))
+                if now is not None and now * 1000 > e.listed_ms + 1:
+                    out.append(Changed(key, source, e.batch, now, committed))
     return out
 
 
@@ -112,19 +114,3 @@ def _mtime(path: object) -> float | None:
         return os.stat(str(path)).st_mtime
     except OSError:
         return None
-
-
-def _entries(text: str) -> list[tuple[str, float, int]]:
-    """(path, listed modification time in ms, log batch) of each file entry of a source log."""
-    out = []
-    for line in text.split("\n")[1:]:
-        if not line.strip().startswith("{"):
-            continue
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        path, ts, batch = entry.get("path"), entry.get("timestamp"), entry.get("batchId")
-        if isinstance(path, str) and isinstance(ts, int | float) and isinstance(batch, int):
-            out.append((path, float(ts), batch))
-    return out

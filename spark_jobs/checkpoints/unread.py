@@ -110,14 +110,26 @@ def files_read(lay: Layout, upto: dict[str, int] | None = None) -> SourceLog:
         newest = rels[-1][0]
         in_newest = 0
         for _n, rel in rels:
-            for line in read_text(lay.uri, rel).split("\n")[1:]:
-                entry = _entry(line)
-                if entry is None or _after(entry[1], (upto or {}).get(src)):
+            for entry in log_entries(read_text(lay.uri, rel)):
+                if _after(entry.batch, (upto or {}).get(src)):
                     continue
-                out.files.add(file_key(entry[0]))
-                in_newest += entry[1] == newest
+                out.files.add(file_key(entry.path))
+                in_newest += entry.batch == newest
         out.newest_batch_files.append(in_newest)
     return out
+
+
+def log_ends(lay: Layout, batch: int) -> dict[str, int] | None:
+    """Source -> the log batch its file source had reached at the end of ``batch`` (the
+    ``upto`` of :func:`files_read`); None when ``batch``'s offsets were not read."""
+    ends = lay.offset_sources.get(batch)
+    if ends is None:
+        return None
+    return {
+        str(i): int(end["logOffset"])
+        for i, end in enumerate(ends)
+        if isinstance(end, dict) and isinstance(end.get("logOffset"), int)
+    }
 
 
 def _after(batch: int | None, upto: int | None) -> bool:
@@ -125,20 +137,38 @@ def _after(batch: int | None, upto: int | None) -> bool:
     return batch is not None and upto is not None and batch > upto
 
 
-def _entry(line: str) -> tuple[str, int | None] | None:
-    """The path and log batch of one log line; None for a line that is not a file entry (a
-    Kafka source's initial offsets share the folder layout)."""
-    if not line.strip().startswith("{"):
-        return None
-    try:
-        value = json.loads(line)
-    except ValueError:
-        return None
-    path = value.get("path") if isinstance(value, dict) else None
-    if not isinstance(path, str):
-        return None
-    batch = value.get("batchId")
-    return path, batch if isinstance(batch, int) else None
+@dataclass(frozen=True)
+class LogEntry:
+    """One file entry of a file-source log."""
+
+    path: str  # URL-encoded URL, as Spark wrote it
+    batch: int | None  # the source log batch that listed it
+    listed_ms: float | None  # its modification time when listed
+
+
+def log_entries(text: str) -> list[LogEntry]:
+    """The file entries of one source log file, after its version line; a line that is not a
+    file entry (a Kafka source's initial offsets share the folder layout) is skipped."""
+    out = []
+    for line in text.split("\n")[1:]:
+        if not line.strip().startswith("{"):
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        path = value.get("path") if isinstance(value, dict) else None
+        if not isinstance(path, str):
+            continue
+        batch, ts = value.get("batchId"), value.get("timestamp")
+        out.append(
+            LogEntry(
+                path,
+                batch if isinstance(batch, int) else None,
+                float(ts) if isinstance(ts, int | float) else None,
+            )
+        )
+    return out
 
 
 def landing_files(uri: str) -> dict[str, float]:
@@ -310,18 +340,17 @@ def planned_but_gone(lay: Layout) -> list[str]:
     were not read (nothing is said rather than a guess)."""
     if not lay.uncommitted:
         return []
-    planned = files_read(lay).files
     last = lay.last_committed
-    if last is not None:
-        ends = lay.offset_sources.get(last)
-        if ends is None:
-            return []
-        upto = {
-            str(i): int(end["logOffset"])
-            for i, end in enumerate(ends)
-            if isinstance(end, dict) and isinstance(end.get("logOffset"), int)
-        }
-        planned -= files_read(lay, upto).files  # an empty upto keeps every entry: none left
+    upto = log_ends(lay, last) if last is not None else {}
+    if upto is None:
+        return []
+    planned = {  # logged after the newest committed batch's end (all of it before any commit)
+        file_key(e.path)
+        for src, rels in source_log_files(lay).items()
+        for _n, rel in rels
+        for e in log_entries(read_text(lay.uri, rel))
+        if last is None or _after(e.batch, upto.get(src))
+    }
     return sorted(f for f in planned if os.path.isabs(f) and not os.path.exists(f))
 
 

@@ -86,14 +86,9 @@ def _iso(t: float) -> str:
 def files_after(live: Any, shadow: Any, last: int) -> set[str]:
     """The landing files the live checkpoint's batches after the snapshot read: logged by its
     file sources up to batch ``last``'s end offsets, and not by the snapshot's."""
-    from spark_jobs.checkpoints.unread import files_read
+    from spark_jobs.checkpoints.unread import files_read, log_ends
 
-    upto = {
-        str(i): int(src["logOffset"])
-        for i, src in enumerate(live.offset_sources.get(last) or [])
-        if isinstance(src, dict) and "logOffset" in src
-    }
-    return files_read(live, upto).files - files_read(shadow).files
+    return files_read(live, log_ends(live, last) or {}).files - files_read(shadow).files
 
 
 def stage_inputs(spec: Any, files: set[str], into: Path) -> dict[str, str]:
