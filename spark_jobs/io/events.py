@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from spark_jobs.contract.spec import DEFAULT_MAX_FUTURE_SECONDS
+from spark_jobs.io import batch_clock
 from spark_jobs.io.event_kinds import (
     ACCEPTS,
     INT_MAX,
@@ -161,12 +162,6 @@ def native_schema(kind: str) -> str:
     return ", ".join([*cols, f"{CORRUPT} string"])
 
 
-def _future_reason(name: str, max_future_seconds: float) -> str:
-    from spark_jobs.contract.durations import spark_interval
-
-    return f"field {name} is more than {spark_interval(max_future_seconds)} ahead of the clock"
-
-
 def _may_not_be_string(strings: list[Column]) -> Column:
     """True when any of ``strings`` may be a text Spark's parser made of a non-string JSON value
     (one :data:`_LOOKS_NOT_STRING` matches), NULL when none is set. One regex over the fields
@@ -180,9 +175,10 @@ def _may_not_be_string(strings: list[Column]) -> Column:
     return F.concat_ws(_SEP, F.lit(""), *strings).rlike(_ANY_LOOKS_NOT_STRING)
 
 
-def _certainly_good(j: Column, value: Column, kind: str, max_future: Column) -> Column:
-    """True for a line that passes every check of :func:`_reason`; False for one that may not.
-    Reads the typed columns of :func:`parse_lines` (a timestamp field is cast once, there)."""
+def _certainly_good(j: Column, value: Column, kind: str) -> Column:
+    """True for a line that passes every check of :func:`_reason` and :func:`_time_reason`;
+    False for one that may not. Reads the typed columns of :func:`parse_lines` (a timestamp field
+    is cast once, there). The clock is checked later (:mod:`~spark_jobs.io.batch_clock`)."""
     from pyspark.sql import functions as F
 
     ok = (F.octet_length(value) <= MAX_LINE_BYTES) & F.is_valid_utf8(value) & j[CORRUPT].isNull()
@@ -199,43 +195,25 @@ def _certainly_good(j: Column, value: Column, kind: str, max_future: Column) -> 
             # A string of the ISO shape is never one Spark's parser made of another JSON value
             # (it starts with 4 digits and a "-"): no :func:`_may_not_be_string` for it.
             t = F.col(f.name)
-            ok = ok & c.rlike(ISO_TS_WITH_ZONE) & t.isNotNull() & (t <= max_future)
+            ok = ok & c.rlike(ISO_TS_WITH_ZONE) & t.isNotNull()
         if f.allowed:
             ok = ok & c.isin(*f.allowed)
     return F.coalesce(ok, F.lit(False))
 
 
-def _time_reason(j: Column, kind: str, max_future: Column, max_future_seconds: float) -> Column:
-    """The timestamp checks that need more than the JSON: a real instant, not too far ahead."""
+def _time_reason(j: Column, kind: str) -> Column:
+    """The timestamp check that needs more than the JSON: a real instant (not too far ahead is
+    :mod:`~spark_jobs.io.batch_clock`'s)."""
     from pyspark.sql import functions as F
 
     expr = F.lit(None).cast("string")
     for f in reversed([f for f in fields(kind) if f.type == "ts"]):
         t = F.try_to_timestamp(j[f.name])
-        expr = (
-            F.when(t.isNull(), F.lit(f"field {f.name} is not a real instant"))
-            .when(t > max_future, F.lit(_future_reason(f.name, max_future_seconds)))
-            .otherwise(expr)
-        )
+        expr = F.when(t.isNull(), F.lit(f"field {f.name} is not a real instant")).otherwise(expr)
     return expr
 
 
-def future_limit(max_future_seconds: float, admitted_ms: int | None = None) -> Column:
-    """The latest event time that is not "in the future": the batch's clock plus
-    ``max_future_seconds``, and never earlier than ``admitted_ms``, the newest event time the
-    job already admitted (an event no later than one already in its state is not from the
-    future, whatever the clock says now)."""
-    from pyspark.sql import functions as F
-
-    limit = F.current_timestamp() + F.make_dt_interval(secs=F.lit(max_future_seconds))
-    if admitted_ms is None:
-        return limit
-    return F.greatest(limit, F.timestamp_millis(F.lit(int(admitted_ms))))
-
-
-def _slow_reason(
-    j: Column, v: str, value: Column, kind: str, max_future_seconds: float, max_future: Column
-) -> Column:
+def _slow_reason(j: Column, v: str, value: Column, kind: str) -> Column:
     """The exact reason of a line that is not certainly good (NULL: it is good after all);
     ``v`` is the column of the line parsed to a VARIANT."""
     from pyspark.sql import functions as F
@@ -246,9 +224,7 @@ def _slow_reason(
             F.lit(f"line longer than {MAX_LINE_BYTES} bytes (first {RAW_KEPT} characters kept)"),
         )
         .when(~F.is_valid_utf8(value), F.lit("line is not valid UTF-8"))
-        .otherwise(
-            F.coalesce(_reason(v, kind), _time_reason(j, kind, max_future, max_future_seconds))
-        )
+        .otherwise(F.coalesce(_reason(v, kind), _time_reason(j, kind)))
     )
 
 
@@ -257,22 +233,26 @@ def parse_lines(
     kind: str,
     max_future_seconds: float = DEFAULT_MAX_FUTURE_SECONDS,
     admitted_ms: int | None = None,
+    clock_floor_ms: int | None = None,
 ) -> DataFrame:
     """``lines`` (``value``, ``source_file``) -> the typed fields plus ``_reason``, ``_raw``,
-    ``_source_file`` (the last two set for bad lines only). Blank lines carry no event and are
-    skipped.
+    ``_source_file`` and ``_quarantined_at`` (the last three set for bad lines only; a bad
+    line's timestamps are NULL). Blank lines carry no event and are skipped.
 
     "The clock" of ``max_future`` is ``current_timestamp()``: in a streaming query, the batch's
-    timestamp kept in the offset log, so a replayed batch judges its lines the same way. The
-    limit is never below ``admitted_ms`` (:func:`future_limit`), which the runner reads from the
-    checkpoint when the run starts: the newest batch's watermark plus its delay. A replay
-    decides alike with it too: the batches between a run's start and a batch admit nothing past
-    that batch's own ``clock + max_future``, so a later start moves the limit only below it.
+    timestamp kept in the offset log, so a replayed batch judges its lines the same way; it is
+    read past the parse's own stage (:mod:`~spark_jobs.io.batch_clock`). The limit is never
+    below ``admitted_ms``, which the runner reads from the checkpoint when the run starts: the
+    newest batch's watermark plus its delay. A replay decides alike with it too: the batches
+    between a run's start and a batch admit nothing past that batch's own ``clock +
+    max_future``, so a later start moves the limit only below it. ``clock_floor_ms``: the
+    earliest clock of a batch the query will run (default now; see ``may_be_ahead`` there).
 
     Six projections, kept apart on purpose (Spark does not merge a projection into one that
     uses its expensive columns more than once): the native parse; the typed fields; the
     "certainly good" flag, from them (all whole-stage code generated); the VARIANT, and each
-    field's JSON type in it, computed only for the lines not certainly good; the reason.
+    field's JSON type in it, computed only for the lines not certainly good; the reason; then,
+    past the clock's boundary, the clock's verdict and what a bad line keeps.
 
     The generated code of these steps is one Java method, and the JVM does not compile a method
     over 8,000 bytes of bytecode: it interprets it, for every line. Inlining each field's type
@@ -282,7 +262,6 @@ def parse_lines(
     from pyspark.sql import functions as F
 
     value, j, fast = F.col("value"), F.col("_j"), F.col("_fast")
-    max_future = future_limit(max_future_seconds, admitted_ms)
     native = lines.where(F.trim(value) != "").select(
         value,
         F.col("source_file"),
@@ -307,26 +286,27 @@ def parse_lines(
     # The "certainly good" flag reads the typed columns of the projection before, so a
     # timestamp is cast once per line (Spark does not share a cast inside an AND chain).
     checked = native.select(*typed, value, "source_file", j).select(
-        "*", _certainly_good(j, value, kind, max_future).alias("_fast")
+        "*", _certainly_good(j, value, kind).alias("_fast")
     )
     variant = checked.select("*", F.when(~fast, F.try_parse_json(value)).alias("_v"))
     variant = variant.select("*", *_types("_v", kind, "NOT _fast"))
-    reason = F.when(fast, F.lit(None)).otherwise(
-        _slow_reason(j, "_v", value, kind, max_future_seconds, max_future)
+    reason = F.when(fast, F.lit(None)).otherwise(_slow_reason(j, "_v", value, kind))
+    long = F.octet_length(value) > MAX_LINE_BYTES
+    raw = F.when(long, F.left(value, F.lit(RAW_KEPT))).otherwise(value)
+    # The line and its file go on for a bad line and one the clock may still find ahead (copying
+    # every line's text to the next stage cost 3 % of a catch-up run); only the bad ones' then
+    # cross the shuffle (:func:`shared`).
+    keep = F.col("_reason").isNotNull() | batch_clock.may_be_ahead(
+        kind, max_future_seconds, admitted_ms, clock_floor_ms
     )
-    raw = F.when(F.octet_length(value) > MAX_LINE_BYTES, F.left(value, F.lit(RAW_KEPT))).otherwise(
-        value
-    )
-    judged = variant.select(*names, reason.cast("string").alias("_reason"), value, "source_file")
-    # The line and its file only for bad lines: good ones cross the shuffle (:func:`shared`)
-    # without them.
-    bad = F.col("_reason").isNotNull()
-    return judged.select(
+    checked = variant.select(*names, reason.cast("string").alias("_reason"), value, "source_file")
+    checked = checked.select(
         *names,
         "_reason",
-        F.when(bad, F.make_valid_utf8(raw)).alias("_raw"),
-        F.when(bad, F.col("source_file")).alias("_source_file"),
+        F.when(keep, value).alias(batch_clock.VALUE),
+        F.when(keep, F.col("source_file")).alias(batch_clock.SOURCE_FILE),
     )
+    return batch_clock.judged(checked, kind, raw, max_future_seconds, admitted_ms)
 
 
 def shared(parsed: DataFrame, partitions: int, keys: list[Column] | None = None) -> DataFrame:
@@ -371,7 +351,7 @@ def bad_records(parsed: DataFrame, job: str, kind: str) -> DataFrame:
         F.col("_raw").alias("raw_line"),
         F.col("_reason").alias("reason"),
         F.col("_source_file").alias("source_file"),
-        F.current_timestamp().alias("quarantined_at"),
+        F.col("_quarantined_at").alias("quarantined_at"),
         F.lit(job).alias("job"),
         F.lit(kind).alias("kind"),
     )

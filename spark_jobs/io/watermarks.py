@@ -8,12 +8,12 @@ already partitioned on its keys. Set above the parsed lines' one shuffle
 from the first shuffle to the second. Set below it (:func:`before_shuffle`), the operator reads
 the one shuffle directly.
 
-Both the good and the bad side read that shuffle, so bad lines pass the watermark node too. A
-bad line's event time is nulled first: a quarantined line must never move the watermark (one
-dated a year ahead would make every later event late). Spark counts the null as epoch 0, which
-leaves the watermark alone (it comes from the max) but not the batch's reported min and avg;
-the good events' own figures are observed here and restored into the progress record
-(:mod:`spark_jobs.runtime.event_time_stats`).
+Both the good and the bad side read that shuffle, so bad lines pass the watermark node too. The
+parse nulls a bad line's event time (:mod:`spark_jobs.io.batch_clock`): a quarantined line must
+never move the watermark (one dated a year ahead would make every later event late). Spark
+counts the null as epoch 0, which leaves the watermark alone (it comes from the max) but not the
+batch's reported min and avg; the good events' own figures are observed by the parse and
+restored into the progress record (:mod:`spark_jobs.runtime.event_time_stats`).
 
 A job's own code asks for its watermark with :func:`on`, which adds none where the runner
 already set it: the same build works in the runner and on a plain stream.
@@ -24,7 +24,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from spark_jobs.contract.durations import spark_interval
-from spark_jobs.runtime.event_time_stats import METRIC_PREFIX
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -49,19 +48,7 @@ def on(df: DataFrame, column: str, seconds: float) -> DataFrame:
     return df.withWatermark(column, spark_interval(seconds))
 
 
-def before_shuffle(parsed: DataFrame, kind: str, column: str, seconds: float) -> DataFrame:
-    """``parsed`` (:func:`spark_jobs.io.events.parse_lines`) with the watermark on ``column``
-    over good lines only: bad lines' ``column`` is nulled, and the good ones' event-time stats are
-    observed for the progress record."""
-    from pyspark.sql import functions as F
-
-    good_time = F.when(F.col("_reason").isNull(), F.col(column))
-    ms = F.unix_millis(F.col(column))
-    marked = parsed.withColumn(column, good_time).observe(
-        METRIC_PREFIX + kind,
-        F.max(ms).alias("max"),
-        F.min(ms).alias("min"),
-        F.avg(ms).alias("avg"),
-        F.count(ms).alias("count"),
-    )
-    return marked.withWatermark(column, spark_interval(seconds))
+def before_shuffle(parsed: DataFrame, column: str, seconds: float) -> DataFrame:
+    """``parsed`` (:func:`spark_jobs.io.events.parse_lines`, whose bad lines' ``column`` is NULL
+    and which observes the good ones' event-time figures) with the watermark on ``column``."""
+    return parsed.withWatermark(column, spark_interval(seconds))

@@ -177,18 +177,26 @@ def quick_compiler(spec: JobSpec, layout: Layout) -> bool:
     return jvm.quick_compiler(spec.trigger.available_now, backlog)
 
 
-def admitted_until_ms(spec: JobSpec) -> int | None:
-    """The newest event time the job has admitted, as far as its checkpoint says: the newest
-    batch's watermark (the newest event time seen minus the delay; with two inputs, the lower)
-    plus the delay. None before any watermark."""
+def clock_marks(spec: JobSpec) -> tuple[int | None, int | None]:
+    """From the job's checkpoint, what the parse's "ahead of the clock" check needs
+    (:func:`spark_jobs.io.events.parse_lines`):
+
+    - the newest event time the job has admitted: the newest batch's watermark (the newest
+      event time seen minus the delay; with two inputs, the lower) plus the delay; None before
+      any watermark;
+    - the earliest clock of a batch this run will run: the clock kept with an uncommitted
+      batch, which is run again as it was planned, if earlier than now; None for now."""
     from spark_jobs.checkpoints.layout import read_layout
 
     lay = read_layout(spec.checkpoint, parse_tail=1, sizes=False)
     last = lay.last_offset
-    wm = (lay.offset_meta.get(last) or {}).get("batchWatermarkMs") if last is not None else None
-    if not isinstance(wm, int) or wm <= 0:
-        return None
-    return wm + int(spec.watermark_seconds * 1000)
+    meta = (lay.offset_meta.get(last) or {}) if last is not None else {}
+    wm = meta.get("batchWatermarkMs")
+    admitted = wm + int(spec.watermark_seconds * 1000) if isinstance(wm, int) and wm > 0 else None
+    replayed = last is not None and (lay.last_committed is None or lay.last_committed < last)
+    clock = meta.get("batchTimestampMs")
+    floor = min(clock, int(time.time() * 1000)) if replayed and isinstance(clock, int) else None
+    return admitted, floor
 
 
 def build_stream(spark: Any, spec: JobSpec) -> Any:
@@ -205,16 +213,16 @@ def build_stream(spark: Any, spec: JobSpec) -> Any:
     bad = None
     keys = job.shuffle_keys(spec) if job.shuffle_keys else {}
     marks = job.watermarks(spec) if job.watermarks else {}
-    admitted = admitted_until_ms(spec)
+    admitted, clock_floor = clock_marks(spec)
     for kind in spec.kinds:
         lines = sources.read_lines(spark, spec, kind)
-        parsed = ev.parse_lines(lines, kind, spec.max_future_seconds, admitted)
+        parsed = ev.parse_lines(lines, kind, spec.max_future_seconds, admitted, clock_floor)
         by = dict(keys.get(kind) or {})
         added = {name: c for name, c in by.items() if name not in parsed.columns}
         if added:
             parsed = parsed.withColumns(added)
         if kind in marks:
-            parsed = watermarks.before_shuffle(parsed, kind, marks[kind], spec.watermark_seconds)
+            parsed = watermarks.before_shuffle(parsed, marks[kind], spec.watermark_seconds)
         parsed = ev.shared(parsed, spec.shuffle_partitions, [F.col(n) for n in by] or None)
         good[kind] = ev.good_events(parsed, kind, tuple(added))
         b = ev.bad_records(parsed, spec.name, kind)

@@ -5,9 +5,10 @@ The runner sets a job's watermark below the parsed lines' one shuffle
 (:mod:`spark_jobs.io.watermarks`), so bad lines pass Spark's watermark node too, with their event
 time nulled. That node counts a null as epoch 0: the watermark (from the max) is right, but the
 min and avg Spark reports would not be. The good events' own figures are observed in the same
-pass (``Dataset.observe``, metrics named ``METRIC_PREFIX<kind>``) and put back here, before the
-record is logged, in Spark's format: the record reads as if only good events had been counted,
-which is what Spark reports when the watermark is set above the shuffle.
+pass (``Dataset.observe``, metrics named ``METRIC_PREFIX<kind>``, by
+:mod:`spark_jobs.io.batch_clock`) and put back here, before the record is logged, in Spark's
+format: the record reads as if only good events had been counted, which is what Spark reports
+when the watermark is set above the shuffle.
 """
 
 from __future__ import annotations
@@ -28,14 +29,17 @@ def spark_time(ms: int) -> str:
 def restore(progress: dict[str, Any]) -> None:
     """Replace ``progress``'s event-time max, min and avg by the observed good events' (none
     when the batch had none, as Spark leaves them out), and drop the observed metrics that
-    carried them. A record without them is left as it is."""
+    carried them. A record without them is left as it is; so is the event time of a query
+    without a watermark (the parse observes every kind's lines, watermarked or not)."""
     observed = progress.get("observedMetrics") or {}
     mine = [observed.pop(k) for k in [k for k in observed if k.startswith(METRIC_PREFIX)]]
     if not mine:
         return
     if not observed:
         progress.pop("observedMetrics", None)
-    event_time = progress.setdefault("eventTime", {})
+    if not progress.get("eventTime"):  # no watermark: Spark reports no event time, nor do we
+        return
+    event_time = progress["eventTime"]
     for stat in STATS:
         event_time.pop(stat, None)
     seen = [m for m in mine if int(m.get("count") or 0)]

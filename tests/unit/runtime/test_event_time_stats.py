@@ -50,3 +50,16 @@ def test_a_record_without_the_metrics_is_left_alone():
     record = {"eventTime": {"max": spark_time(T)}, "observedMetrics": {"other": {"n": 1}}}
     restore(record)
     assert record == {"eventTime": {"max": spark_time(T)}, "observedMetrics": {"other": {"n": 1}}}
+
+
+def test_a_query_without_a_watermark_gets_no_event_time():
+    """The parse observes every kind's lines; Spark reports no event time without a watermark."""
+    record = {
+        "eventTime": {},
+        "observedMetrics": {METRIC_PREFIX + "k": {"max": T, "min": T, "avg": float(T), "count": 1}},
+    }
+    restore(record)
+    assert record == {"eventTime": {}}
+    record = {"observedMetrics": {METRIC_PREFIX + "k": {"max": T, "min": T, "avg": T, "count": 1}}}
+    restore(record)
+    assert record == {}
