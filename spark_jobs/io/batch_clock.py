@@ -35,14 +35,17 @@ if TYPE_CHECKING:
 VALUE, SOURCE_FILE = "value", "source_file"
 
 
-def future_limit(max_future_seconds: float, admitted_ms: int | None = None) -> Column:
-    """The latest event time that is not "in the future": the batch's clock plus
-    ``max_future_seconds``, and never earlier than ``admitted_ms``, the newest event time the
-    job already admitted (an event no later than one already in its state is not from the
+def future_limit(
+    max_future_seconds: float, admitted_ms: int | None = None, clock: Column | None = None
+) -> Column:
+    """The latest event time that is not "in the future": ``clock`` (default: the batch's)
+    plus ``max_future_seconds``, and never earlier than ``admitted_ms``, the newest event time
+    the job already admitted (an event no later than one already in its state is not from the
     future, whatever the clock says now)."""
     from pyspark.sql import functions as F
 
-    limit = F.current_timestamp() + F.make_dt_interval(secs=F.lit(max_future_seconds))
+    now = F.current_timestamp() if clock is None else clock
+    limit = now + F.make_dt_interval(secs=F.lit(max_future_seconds))
     if admitted_ms is None:
         return limit
     return F.greatest(limit, F.timestamp_millis(F.lit(int(admitted_ms))))
@@ -62,10 +65,8 @@ def may_be_ahead(
     from pyspark.sql import functions as F
 
     floor = time.time_ns() // 1_000_000 if clock_floor_ms is None else clock_floor_ms
-    lowest = floor + int(max_future_seconds * 1000)
-    if admitted_ms is not None:
-        lowest = max(lowest, int(admitted_ms))
-    bound = F.timestamp_millis(F.lit(lowest))
+    # literals only: the optimizer folds the bound to one constant, the same in every batch
+    bound = future_limit(max_future_seconds, admitted_ms, F.timestamp_millis(F.lit(floor)))
     ahead = [F.col(f.name) > bound for f in fields(kind) if f.type == "ts"]
     return F.coalesce(reduce(operator.or_, ahead), F.lit(False))
 
