@@ -83,9 +83,9 @@ def judged(
     admitted_ms: int | None,
 ) -> DataFrame:
     """``checked`` (the parse's typed fields, ``_reason`` from everything but the clock,
-    :data:`VALUE` and :data:`SOURCE_FILE` where :func:`may_be_ahead`) -> the typed fields plus ``_reason``, ``_raw``
-    (``raw``, the text a bad line is kept as), ``_source_file`` and ``_quarantined_at``, the last
-    three set for bad lines only. A bad line's timestamps are nulled: the watermark is taken
+    :data:`VALUE` and :data:`SOURCE_FILE` where :func:`may_be_ahead`) -> the typed fields plus
+    ``_reason``, ``_raw`` (``raw``, the text a bad line is kept as), ``_source_file`` and
+    ``_quarantined_at``, the last three set for bad lines only. A bad line's timestamps are nulled: the watermark is taken
     over every line that reaches it (:mod:`spark_jobs.io.watermarks`), and a quarantined one
     must never move it.
 
