@@ -85,9 +85,9 @@ def judged(
     """``checked`` (the parse's typed fields, ``_reason`` from everything but the clock,
     :data:`VALUE` and :data:`SOURCE_FILE` where :func:`may_be_ahead`) -> the typed fields plus
     ``_reason``, ``_raw`` (``raw``, the text a bad line is kept as), ``_source_file`` and
-    ``_quarantined_at``, the last three set for bad lines only. A bad line's timestamps are nulled: the watermark is taken
-    over every line that reaches it (:mod:`spark_jobs.io.watermarks`), and a quarantined one
-    must never move it.
+    ``_quarantined_at``, the last three set for bad lines only. A bad line's timestamps are
+    nulled: the watermark is taken over every line that reaches it
+    (:mod:`spark_jobs.io.watermarks`), and a quarantined one must never move it.
 
     The good events' event-time figures are observed here, before the projection (see the
     module's docstring), as ``METRIC_PREFIX<kind>``."""
