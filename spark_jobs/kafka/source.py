@@ -35,12 +35,15 @@ DATA_LOSS_MARKS = (
 )
 # Consumer properties the source sets unless kafka_options names them itself.
 # fetch.max.wait.ms: how long the broker holds a fetch that has nothing to return yet (Kafka's
-# default, 500 ms). Each task of a small batch waited on such fetches: the read stage of a
-# 21-record continuous batch took 1.66 s of task time over 3 partitions (74 ms of CPU), and the
-# freshness bench's Kafka p50 was 4.4 s. With 50 ms: 0.40 s, and p50 2.86 s (data batch 3.26 ->
-# 2.22 s). A fetch with records to return is answered at once either way; between batches a
-# pooled consumer sends none.
-DEFAULT_OPTIONS = {"kafka.isolation.level": "read_committed", "kafka.fetch.max.wait.ms": "50"}
+# default, 500 ms). Every task of a batch pays it once: when a poll hands back records, the
+# consumer at once sends the next fetch (Kafka's pipelining), which finds nothing past the batch's
+# end and is held; Spark's reader then asks for the partition's offset range (ListOffsets), and
+# the broker answers one connection's requests in order, so that answer waits out the hold. A
+# continuous 21-record batch over 3 partitions: read stage 1.66 s of task time with 500 ms, 0.40 s
+# with 50 ms; 10 ms took its batch from 1.55-1.62 s to 1.44-1.47 s (side by side, consumer debug
+# log: each task's first read 57-63 ms with 50). The number of fetches does not change (two per
+# task); only a poll waiting for records not yet written would repeat them, every 10 ms.
+DEFAULT_OPTIONS = {"kafka.isolation.level": "read_committed", "kafka.fetch.max.wait.ms": "10"}
 
 
 def _expand(name: str, value: Any, where: str) -> str:

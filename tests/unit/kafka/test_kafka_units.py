@@ -117,7 +117,7 @@ def test_kafka_options_go_only_to_a_cluster_the_spec_names_and_the_defaults_yiel
     opts = source.consumer_options(spec, own)
     assert opts["kafka.sasl.jaas.config"] == "x"
     assert opts["kafka.isolation.level"] == "read_committed"  # aborted transactions stay out
-    assert opts["kafka.fetch.max.wait.ms"] == "50"  # not Kafka's 500 ms wait per small task
+    assert opts["kafka.fetch.max.wait.ms"] == "10"  # not Kafka's 500 ms wait per task
     # a spec put together in code (not through overrides) still cannot send them elsewhere
     rogue = replace(spec, inputs={"clickstream": "kafka://evil.example:9096/clicks"})
     with pytest.raises(UserError, match="never another cluster"):
