@@ -112,11 +112,12 @@ LIVE_ATTEMPTS = 4
 
 
 def _snapshot(target: Target, dry_run: bool, live_run: bool) -> dict[str, Any]:
-    manifest = _cut(target, dry_run, live_run)
-    for _ in range(LIVE_ATTEMPTS - 1):
-        if not live_run or dry_run or (manifest["valid"] and manifest["batch"] >= 0):
+    manifest = None
+    for attempt in range(1 if live_run else LIVE_ATTEMPTS, LIVE_ATTEMPTS + 1):
+        manifest = _live_cut(target, dry_run, live_run, last=attempt == LIVE_ATTEMPTS)
+        if manifest and (not live_run or dry_run or (manifest["valid"] and manifest["batch"] >= 0)):
             break
-        manifest = _cut(target, dry_run, live_run)
+    assert manifest is not None  # the last attempt returns one or raises
     if not dry_run:
         fs_out, store = _store(target.snapshot_root)
         path = f"{store}/snapshots/{manifest['id']}/{MANIFEST}"
@@ -126,6 +127,19 @@ def _snapshot(target: Target, dry_run: bool, live_run: bool) -> dict[str, Any]:
             json.dump(manifest, fh)
         fs_out.mv(tmp, path)
     return manifest
+
+
+def _live_cut(target: Target, dry_run: bool, live_run: bool, last: bool) -> dict[str, Any] | None:
+    """:func:`_cut`, or None when Spark's cleanup removed a file its checks read (a source log)."""
+    try:
+        return _cut(target, dry_run, live_run)
+    except FileNotFoundError as exc:
+        if last:
+            raise UserError(
+                f"checkpoint {target.checkpoint} changed under every snapshot attempt "
+                f"({exc.filename} was removed while it was checked); try again"
+            ) from exc
+        return None
 
 
 @dataclass

@@ -207,3 +207,47 @@ def test_run_refuses_a_new_checkpoint_on_a_table_another_query_wrote(
     own.mkdir()
     (own / "metadata").write_text(json.dumps({"id": "1b7e3c9a-old-query"}) + "\n")
     writer_guard.check_outputs(str(out), str(out / "_quarantine"), str(own))
+
+
+def _racing_validate(monkeypatch, t: Target, races: int) -> list[int]:
+    """The real validate, with a source log file moved away for its first ``races`` calls, as
+    Spark's cleanup removes one while a live snapshot's checks read the checkpoint."""
+    from spark_jobs.checkpoints import validate as validate_mod
+
+    real = validate_mod.validate_checkpoint
+    calls: list[int] = []
+
+    def racing(checkpoint, **kw):
+        calls.append(1)
+        if len(calls) > races:
+            return real(checkpoint, **kw)
+        log = min((Path(checkpoint) / "sources" / "0").glob("[0-9]*"), key=lambda p: int(p.name))
+        aside = log.with_name("aside")
+        log.rename(aside)
+        try:
+            return real(checkpoint, **kw)
+        finally:
+            aside.rename(log)
+
+    monkeypatch.setattr(validate_mod, "validate_checkpoint", racing)
+    return calls
+
+
+def test_a_live_snapshot_whose_checks_lose_a_file_to_cleanup_cuts_again(t, monkeypatch):
+    """A source log file removed while the cut's checks read it (CI saw FileNotFoundError
+    escape ``take_snapshot``) makes that cut invalid; the next cut is taken and valid."""
+    with LiveWriter(t.checkpoint, retain=20, pause=0.2) as w:  # no cleanup meanwhile
+        while w.committed < 3:
+            time.sleep(0.05)
+        calls = _racing_validate(monkeypatch, t, races=1)
+        snap = take_snapshot(t)
+    assert len(calls) >= 2 and snap["live"] and snap["valid"], snap["findings"]
+
+
+def test_a_live_snapshot_that_loses_every_race_is_one_line(t, monkeypatch):
+    with LiveWriter(t.checkpoint, retain=20, pause=0.2) as w:  # no cleanup meanwhile
+        while w.committed < 3:
+            time.sleep(0.05)
+        _racing_validate(monkeypatch, t, races=99)
+        with pytest.raises(UserError, match="changed under every snapshot attempt"):
+            take_snapshot(t)
