@@ -112,10 +112,10 @@ LIVE_ATTEMPTS = 4
 
 
 def _snapshot(target: Target, dry_run: bool, live_run: bool) -> dict[str, Any]:
-    manifest = None
-    for attempt in range(1 if live_run else LIVE_ATTEMPTS, LIVE_ATTEMPTS + 1):
-        manifest = _live_cut(target, dry_run, live_run, last=attempt == LIVE_ATTEMPTS)
-        if manifest and (not live_run or dry_run or (manifest["valid"] and manifest["batch"] >= 0)):
+    for attempt in range(1, LIVE_ATTEMPTS + 1):
+        last = not live_run or attempt == LIVE_ATTEMPTS  # a locked checkpoint is cut once
+        manifest = _live_cut(target, dry_run, live_run, last)
+        if manifest and (last or dry_run or (manifest["valid"] and manifest["batch"] >= 0)):
             break
     assert manifest is not None  # the last attempt returns one or raises
     if not dry_run:
