@@ -67,7 +67,7 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     ),
     "CONF_SHUFFLE_PARTITIONS": (
         ERROR,
-        "set shuffle_partitions back to the pinned value in the job spec; to change it, rebuild into a new output table with a new checkpoint (docs/checkpoints.md)",
+        "set shuffle_partitions back to the pinned value in the job spec, or move the state to the new count with python -m spark_jobs checkpoint repartition JOB --partitions N (upgrade plan JOB says what it does; docs/scale-out.md)",
     ),
     "CONF_STATE_STORE": (
         ERROR,

@@ -244,7 +244,6 @@ def test_maintain_beside_a_continuous_upsert_run(tmp_path):
 
     run_args = ["run", "user_counts", "--input", str(land), "--output", str(out)]
     run_args += ["--checkpoint", str(ck), "--trigger", "processing-time:1s", "--run-for", "40m"]
-    run_args += ["--conf", "spark.sql.shuffle.partitions=2"]  # half the tasks, same semantics
     maintain_args = ["table", "maintain", "user_counts", "--checkpoint", str(ck)]
     maintain_args += ["--output", str(out), "--snapshot-root", str(tmp_path / "snaps"), "--json"]
     land_file(0)
