@@ -160,9 +160,12 @@ class Commit:
 
     @property
     def rows_written(self) -> int:
-        """Rows this commit appended, inserted or updated (its ``commitInfo`` metrics)."""
+        """Rows this commit appended, inserted or updated (its ``commitInfo`` metrics). A
+        MERGE's ``numOutputRows`` counts every row of the files it rewrote (the updated ones
+        again, and the unchanged ones it copied), so a MERGE counts inserted and updated."""
         m = self.metrics
-        keys = ("numOutputRows", "numTargetRowsInserted", "numTargetRowsUpdated")
+        merge = ("numTargetRowsInserted", "numTargetRowsUpdated")
+        keys = merge if any(k in m for k in merge) else ("numOutputRows",)
         return sum(int(m.get(k) or 0) for k in keys)
 
     @cached_property

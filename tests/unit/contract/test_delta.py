@@ -94,10 +94,10 @@ def test_reading_the_newest_commits_costs_no_more_than_those_files(tmp_path):
     assert sum(c.rows_written for c in newest) == 160
     assert took < 0.5, took
     # what a run reports: rows Spark's commits wrote after the version it started at (a MERGE
-    # counts inserted and updated rows), and the version it ended at
-    merge = {
-        "operation": "MERGE",
-        "operationMetrics": {"numTargetRowsInserted": "2", "numTargetRowsUpdated": "3"},
-    }
+    # counts inserted and updated rows, not its numOutputRows: the rows of the files it rewrote,
+    # copied ones included), and the version it ended at
+    metrics = {"numTargetRowsInserted": "2", "numTargetRowsUpdated": "3"}
+    metrics |= {"numTargetRowsCopied": "7", "numOutputRows": "12"}  # as Delta writes them
+    merge = {"operation": "MERGE", "operationMetrics": metrics}
     (log_dir / f"{2000:020d}.json").write_text(json.dumps({"commitInfo": merge}) + "\n")
     assert delta.rows_written_after(str(tmp_path / "t"), 1997) == (4 + 4 + 5, 2000)
