@@ -48,7 +48,6 @@ from bench import auth_workload, suite
 from spark_jobs.contract import paths
 
 KIND = {"sessions": "clickstream", "fraud_alerts": "auth"}
-PARTITIONS = 2  # the shipped specs' shuffle partitions (include/jobs)
 # Each job's built-in side(s) -> the pipeline's variant (bench.builtins.PIPELINES; None: the job's)
 BUILTINS: dict[str, dict[str, str | None]] = {
     "sessions": {"builtin": None},
@@ -222,9 +221,11 @@ def parse(spark: Any, work: Path, events: int, rounds: int) -> dict[str, Any]:
     """
     from pyspark.sql import functions as F
 
+    from spark_jobs.contract.spec import load_spec
     from spark_jobs.io import event_kinds, sinks
     from spark_jobs.io import events as ev
 
+    partitions = load_spec("sessions").shuffle_partitions  # as the runner plans the parse
     data = suite.dataset(work, "clickstream", events, max(events // 10, 1), calls=1)
     files = str(data)
     schema = f"{event_kinds.spark_schema('clickstream')}, _corrupt string"
@@ -248,7 +249,7 @@ def parse(spark: Any, work: Path, events: int, rounds: int) -> dict[str, Any]:
         df.write.format("noop").mode("overwrite").save()
 
     def ours_shuffled() -> None:
-        parsed = ev.shared(ev.parse_lines(lines(), "clickstream"), PARTITIONS, [F.col("user_id")])
+        parsed = ev.shared(ev.parse_lines(lines(), "clickstream"), partitions, [F.col("user_id")])
         good = ev.good_events(parsed, "clickstream")
         noop(sinks.combine(good, ev.bad_records(parsed, "job", "clickstream")))
 
@@ -256,7 +257,7 @@ def parse(spark: Any, work: Path, events: int, rounds: int) -> dict[str, Any]:
         "ours": lambda: noop(ev.parse_lines(lines(), "clickstream")),
         "native": lambda: noop(reader()),
         "ours_shuffled": ours_shuffled,
-        "native_shuffled": lambda: noop(reader().repartition(PARTITIONS, "user_id")),
+        "native_shuffled": lambda: noop(reader().repartition(partitions, "user_id")),
         "from_json": lambda: noop(
             lines()
             .select(
