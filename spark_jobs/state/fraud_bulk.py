@@ -151,8 +151,8 @@ def _counts(
 def _runs(
     c: Mapping[str, np.ndarray], bucket: Bucket, watermark_ms: int, gap_ms: int, threshold: int
 ) -> tuple[list[dict], dict[str, tuple[logic.Failures | None, int]]]:
-    """:func:`spark_jobs.state.fraud.update` for every user of ``c`` (released events sorted by
-    user, time, event_id) at once, in numpy: returns (alert rows, user -> (run or None,
+    """:func:`spark_jobs.state.fraud.update` for every user of ``c`` (released events grouped by
+    user, in time and event_id order) at once, in numpy: returns (alert rows, user -> (run or None,
     deadline)) for exactly the users with released events.
 
     The count of a failure follows from where it stands: failures with no success between them

@@ -34,7 +34,7 @@ def _released(rng: random.Random, users: int, n: int, start: int) -> ordered.Hel
     held = ordered.Held(
         {k: np.array(v, dtype=np.int64 if k == "t" else object) for k, v in cols.items()}
     )
-    return held.release(10**15)[0]  # sorted by user, time, event id, as the executor releases
+    return held.release(10**15)[0]  # as the executor releases
 
 
 def _stored(rng: random.Random, users: int, start: int, threshold: int) -> fraud_bulk.Bucket:

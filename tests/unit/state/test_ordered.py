@@ -150,7 +150,20 @@ def test_hold_is_bounded_and_counts_add_up():
     assert any(c.expired for c in counts) and any(c.updated for c in counts)
 
 
-def test_release_orders_by_key_time_event_id():
+def _per_key(held: ordered.Held) -> dict[object, list[tuple]]:
+    """Each key's released rows (t, eid, x) in the order released; a key whose rows are not
+    together fails."""
+    c, keys = held.cols, held.cols["key"].tolist()
+    runs = [k for i, k in enumerate(keys) if i == 0 or k != keys[i - 1]]
+    assert len(runs) == len(set(runs)), "a key's rows are not together"
+    rows = zip(keys, c["t"].tolist(), c["eid"].tolist(), c["x"].tolist(), strict=True)
+    out: dict[object, list[tuple]] = {}
+    for key, t, eid, x in rows:
+        out.setdefault(key, []).append((t, eid, x))
+    return out
+
+
+def test_release_groups_by_key_in_time_then_event_id_order():
     h = ordered.Held.empty(("x",)).add(
         {
             "key": np.array(["b", "a", "a", "a"], dtype=object),
@@ -160,9 +173,33 @@ def test_release_orders_by_key_time_event_id():
         }
     )
     out, kept = h.release(6)
-    assert out.cols["key"].tolist() == ["a", "a", "b"]
-    assert out.cols["eid"].tolist() == ["x", "y", "z"]
+    assert _per_key(out) == {"a": [(5, "x", 4), (5, "y", 3)], "b": [(5, "z", 1)]}
     assert kept.cols["eid"].tolist() == ["q"] and kept.earliest() == 9
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_release_matches_sorting_each_keys_events(ties: bool):
+    """Random events, with and without events of a key at the same time (the event ids then
+    decide): each key's released rows are its due rows sorted by (time, event id)."""
+    rng = random.Random(7)
+    n = 3000
+    times = [rng.randrange(0, 200 if ties else 10**9) for _ in range(n)]
+    rows = [
+        (f"u{rng.randrange(300)}", t, f"e{rng.randrange(10**6):06d}", i)
+        for i, t in enumerate(times)
+    ]
+    cols = dict(zip(("key", "t", "eid", "x"), zip(*rows, strict=True), strict=True))
+    h = ordered.Held.empty(("x",)).add(
+        {k: np.array(v, dtype=np.int64 if k == "t" else object) for k, v in cols.items()}
+    )
+    wm = sorted(times)[n // 2]
+    out, kept = h.release(wm)
+    want: dict[object, list[tuple]] = {}
+    for key, t, eid, x in sorted(rows, key=lambda r: (r[1], r[2])):
+        if t <= wm:
+            want.setdefault(key, []).append((t, eid, x))
+    assert _per_key(out) == want
+    assert sorted(kept.cols["x"].tolist()) == sorted(x for _, t, _, x in rows if t > wm)
     assert ordered.release_rows([(9, "q")], [(5, "y"), (5, "x")], 5) == (
         [(5, "x"), (5, "y")],
         [(9, "q")],
