@@ -20,7 +20,7 @@ from typing import Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from spark_jobs.contract.paths import LANDING_GLOB, hidden_name, resolve
+from spark_jobs.contract.paths import LANDING_GLOB, hidden_name, landing_file, resolve
 
 
 class BadBackfillParams(AirflowFailException):
@@ -31,7 +31,9 @@ def _listing(folder: Path) -> list[tuple[str, int]]:
     return sorted(
         (str(p.relative_to(folder)), p.stat().st_size)
         for p in folder.rglob(LANDING_GLOB)
-        if p.is_file() and not any(hidden_name(part) for part in p.relative_to(folder).parts)
+        if p.is_file()
+        and landing_file(p.name)
+        and not any(hidden_name(part) for part in p.relative_to(folder).parent.parts)
     )
 
 
@@ -68,7 +70,7 @@ def plan_backfill(params: dict[str, Any], data_dir: Path) -> dict[str, Any]:
             )
     listing = _listing(folder)
     if not listing:
-        raise BadBackfillParams(f"input folder {folder} holds no *.json* files to backfill")
+        raise BadBackfillParams(f"input folder {folder} holds no {LANDING_GLOB} files to backfill")
     if Path(spec.output).resolve() == folder.resolve():
         raise BadBackfillParams("output and input are the same folder")
     if mode == "append":

@@ -21,7 +21,6 @@ import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 from urllib.parse import unquote, urlparse
 
 from spark_jobs.checkpoints.files import filesystem, read_text
@@ -216,8 +215,7 @@ def pending_bytes(inputs: Iterable[str], lay: Layout) -> int | None:
             continue
         with os.scandir(local) as entries:
             for e in entries:
-                readable = not paths.hidden_name(e.name) and fnmatchcase(e.name, paths.LANDING_GLOB)
-                if not readable or file_key(e.path) in read:
+                if not paths.landing_file(e.name) or file_key(e.path) in read:
                     continue
                 try:
                     size = e.stat().st_size if e.is_file() else 0
@@ -242,7 +240,7 @@ def never_read(uri: str) -> list[str]:
                 continue
             if e.is_dir():
                 out.append(e.name + "/")
-            elif not fnmatchcase(e.name, paths.LANDING_GLOB):
+            elif not paths.landing_file(e.name):
                 out.append(e.name)
     return sorted(out)
 
@@ -276,10 +274,7 @@ def read_as_text(uri: str) -> list[str]:
         return sorted(
             e.name
             for e in entries
-            if not paths.hidden_name(e.name)
-            and fnmatchcase(e.name, paths.LANDING_GLOB)
-            and e.name.lower().endswith(NOT_DECODED)
-            and e.is_file()
+            if paths.landing_file(e.name) and e.name.lower().endswith(NOT_DECODED) and e.is_file()
         )
 
 

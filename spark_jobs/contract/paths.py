@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 from spark_jobs.contract.errors import UserError
@@ -45,6 +46,12 @@ def hidden_name(name: str) -> bool:
     """A landing name the file source never reads (``generate``'s temp files, ``_SUCCESS``): it
     starts with ``.`` or ``_`` (see :data:`LANDING_GLOB`)."""
     return name.startswith((".", "_"))
+
+
+def landing_file(name: str) -> bool:
+    """A file name the file source reads in a landing folder: named :data:`LANDING_GLOB`, and
+    not hidden. The one rule for every check that says what a run will or will not read."""
+    return not hidden_name(name) and fnmatchcase(name, LANDING_GLOB)
 
 
 def project_root() -> Path:

@@ -44,3 +44,19 @@ def test_a_root_itself_is_refused_as_a_root_not_as_outside(tmp_path, monkeypatch
     assert "outside" not in why
     assert paths.outside_roots(str(tmp_path / "ck"), "checkpoints", allow_root=True) is None
     assert paths.outside_roots(str(tmp_path / "ck" / "sessions"), "checkpoints") is None
+
+
+@pytest.mark.parametrize(
+    ("name", "read"),
+    [
+        ("events-0001.json", True),
+        ("events.json.gz", True),
+        ("events.JSON", False),  # the file source's glob is case-sensitive
+        ("events.ndjson", False),
+        ("readme.txt", False),
+        (".events.json.tmp", False),  # generate's temp file, renamed into place when whole
+        ("_SUCCESS.json", False),
+    ],
+)
+def test_landing_file_is_the_file_sources_rule(name: str, read: bool):
+    assert paths.landing_file(name) is read
