@@ -19,7 +19,9 @@ from spark_jobs.checkpoints.landing_changes import changed_after_read
 from spark_jobs.checkpoints.landing_changes import describe as describe_changed
 from spark_jobs.checkpoints.layout import Layout, read_layout
 from spark_jobs.checkpoints.unread import unread
+from spark_jobs.contract import lock, paths
 from spark_jobs.contract.durations import describe
+from spark_jobs.contract.errors import UserError
 
 # Thresholds (named so the docs and the tests can quote them).
 TOO_MANY_FACTOR = 3  # retained batches above factor * minBatchesToRetain + slack: no cleanup
@@ -35,6 +37,26 @@ _NOT_PINNED = {
 }
 
 
+# A run writes its checkpoint while the health page or the daily validate reads it: one look can
+# list a batch half-written (a commit without its state version, two offsets ahead of the
+# commits, a temp file in flight) or lose a file to Spark's cleanup. Those findings are looked at
+# again: what the next look no longer finds was the race; what every look finds is real.
+LIVE_LOOKS = 4
+LOOK_PAUSE_SECONDS = 0.1  # doubled after each look: never in step with the run's batches
+RACES = frozenset(
+    {
+        "OFFSET_GAP",
+        "COMMIT_GAP",
+        "COMMIT_WITHOUT_OFFSET",
+        "UNCOMMITTED_MULTIPLE",
+        "STATE_MISSING",
+        "STATE_PARTITIONS",
+        "TEMP_FILES",
+        "FIRST_BATCH_CUT_SHORT",
+    }
+)
+
+
 def validate_checkpoint(
     checkpoint: str,
     spec: Any = None,
@@ -43,10 +65,39 @@ def validate_checkpoint(
 ) -> Report:
     """Check ``checkpoint`` (a path or URL) against Spark's layout and, given one, the job spec.
 
-    Never writes. A checkpoint that does not exist yet gives a clean report.
+    Never writes. A checkpoint that does not exist yet gives a clean report. While a run holds
+    the checkpoint, a look that finds one of :data:`RACES`, or loses a file to Spark's cleanup,
+    is taken again, up to :data:`LIVE_LOOKS` times (a given ``layout`` is the caller's one look).
     """
+    if layout is not None:
+        return _validate(checkpoint, spec, snapshot_root, layout)
+    for look in range(1, LIVE_LOOKS + 1):
+        last = look == LIVE_LOOKS
+        try:
+            rep = _validate(checkpoint, spec, snapshot_root, read_layout(checkpoint, sizes=False))
+        except FileNotFoundError as exc:
+            if last or not _running(checkpoint):
+                raise UserError(
+                    f"checkpoint {checkpoint} changed while it was validated ({exc.filename} "
+                    "was removed); try again"
+                ) from exc
+        else:
+            if RACES.isdisjoint(rep.codes) or last or not _running(checkpoint):
+                return rep
+        time.sleep(LOOK_PAUSE_SECONDS * 2 ** (look - 1))
+    raise AssertionError("the last look returns or raises")
+
+
+def _running(checkpoint: str) -> bool:
+    """A run holds the checkpoint (a local one: a run needs its lock)."""
+    if paths.local_path(checkpoint) is None:
+        return False
+    return (lock.holder(checkpoint) or {}).get("purpose") == lock.RUN
+
+
+def _validate(checkpoint: str, spec: Any, snapshot_root: str | None, lay: Layout) -> Report:
+    """One look: the checks of the layout ``lay`` as it was listed."""
     started = time.perf_counter()
-    lay = layout or read_layout(checkpoint, sizes=False)
     rep = Report(checkpoint=checkpoint, exists=lay.exists)
     if lay.exists and (lay.offsets or lay.commits or "metadata" in lay.files or lay.stores):
         _check_layout(lay, rep)
