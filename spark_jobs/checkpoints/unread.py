@@ -322,9 +322,18 @@ def unread(
 
 
 def count(checkpoint: str, inputs: Iterable[str], files_per_batch: int | None = None) -> int:
-    """How many landing files the job never read (:func:`unread`); 0 when it cannot say."""
-    found = unread(checkpoint, inputs, files_per_batch=files_per_batch)
-    return len(found.files) if found else 0
+    """How many landing files the job never read (:func:`unread`); 0 when it cannot say. A
+    running job's cleanup can remove a source log between the listing and its read: the count
+    then lists again, once (the health page asks on every refresh)."""
+    for last in (False, True):
+        try:
+            found = unread(checkpoint, inputs, files_per_batch=files_per_batch)
+        except FileNotFoundError:
+            if last:
+                return 0
+            continue
+        return len(found.files) if found else 0
+    raise AssertionError("the second look returns")
 
 
 def planned_but_gone(lay: Layout) -> list[str]:

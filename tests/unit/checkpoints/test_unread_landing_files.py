@@ -58,6 +58,25 @@ def test_validate_counts_a_landing_file_the_job_did_not_read(tmp_path):
     assert "1 landing file(s)" in finding.message and "b.json" in finding.message
 
 
+def test_the_count_lists_again_when_a_log_goes_under_it(tmp_path, monkeypatch):
+    """The health page counts a running job's unread files: a source log listed and then gone
+    (Spark's cleanup) before its read is listed again, not a traceback on the page."""
+    land, ck, _ = _checkpoint(tmp_path, int(time.time() * 1000) + 120_000)
+    spec = load_spec("dedup_events").with_overrides(input=str(land), checkpoint=str(ck))
+    real, lost = unread.read_text, []
+
+    def read_text(uri, rel, gone_every_time=False):
+        if gone_every_time or not lost:
+            lost.append(rel)
+            raise FileNotFoundError(2, "No such file or directory", f"{uri}/{rel}")
+        return real(uri, rel)
+
+    monkeypatch.setattr(unread, "read_text", read_text)
+    assert unread.count(str(ck), spec.inputs.values()) == 1 and len(lost) == 1
+    monkeypatch.setattr(unread, "read_text", lambda u, r: read_text(u, r, gone_every_time=True))
+    assert unread.count(str(ck), spec.inputs.values()) == 0  # gone at every look: cannot say
+
+
 def test_a_file_that_landed_after_the_newest_batch_is_pending_not_unread(tmp_path):
     land, ck, _ = _checkpoint(tmp_path, int(time.time() * 1000))
     spec = load_spec("dedup_events").with_overrides(input=str(land), checkpoint=str(ck))
