@@ -257,40 +257,6 @@ def never_read_line(uri: str, job: str) -> str | None:
     )
 
 
-# Compressed formats no Hadoop codec decodes (.gz, .bz2 and .zst from the usual tools are read;
-# .lz4 and .snappy only in Hadoop's own framing, else the read fails and the run names the file):
-# the file source reads such a file's bytes as text lines, each quarantined as not UTF-8 or not
-# JSON, and nothing else says the file itself was never decompressed.
-NOT_DECODED = (".xz", ".lzma", ".zip", ".7z", ".rar", ".br", ".lzo", ".tar", ".tgz")
-
-
-def read_as_text(uri: str) -> list[str]:
-    """The files of a local landing folder that the file source reads though it cannot
-    decompress them (named ``LANDING_GLOB``, ending in one of :data:`NOT_DECODED`); sorted."""
-    local = paths.local_path(uri)
-    if local is None or not local.is_dir():
-        return []
-    with os.scandir(local) as entries:
-        return sorted(
-            e.name
-            for e in entries
-            if paths.landing_file(e.name) and e.name.lower().endswith(NOT_DECODED) and e.is_file()
-        )
-
-
-def read_as_text_line(uri: str, job: str) -> str | None:
-    """The run's one warning line for :func:`read_as_text` (None: nothing to say)."""
-    names = read_as_text(uri)
-    if not names:
-        return None
-    return (
-        f"statekeeper: job {job} reads {len(names)} file(s) of landing folder {uri} as plain "
-        f"text, compressed in a format Spark does not decompress: {shown(names)} (their lines go to "
-        "quarantine as not UTF-8 or not JSON); land them uncompressed or as .json.gz, "
-        ".json.bz2 or .json.zst under new names"
-    )
-
-
 def unread(
     checkpoint: str,
     inputs: Iterable[str],

@@ -105,7 +105,8 @@ def precheck(
 ) -> Layout:
     """Everything that can be said before Spark starts: inputs, checkpoint health, the tables'
     writers, binding (the spec's and the tables'). Returns the checkpoint's layout it read."""
-    from spark_jobs.checkpoints.unread import gone_line, never_read_line, read_as_text_line
+    from spark_jobs.checkpoints.landing_codecs import read_as_text_line, refuse_read_as_nothing
+    from spark_jobs.checkpoints.unread import gone_line, never_read_line
 
     for uri in spec.inputs.values():
         sources.check_input(uri, spec.name)
@@ -133,6 +134,9 @@ def precheck(
         )
     if (line := gone_line(layout, spec.name)) is not None:  # said before Spark skips them
         print(line, file=sys.stderr, flush=True)
+    for uri in spec.inputs.values():  # an .lz4 Spark would read as no lines: refused unread
+        if (line := refuse_read_as_nothing(uri, spec.name, layout)) is not None:
+            print(line, file=sys.stderr, flush=True)
     for f in report.findings:  # lines appended to a file after its read: never to be read
         if f.code == "LANDING_FILES_CHANGED":
             print(

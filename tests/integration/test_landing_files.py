@@ -13,10 +13,11 @@ import shutil
 import time
 
 import pytest
+from compressed_frames import lz4_frame, snappy_raw
 from jobkit import at, job_spec, write_lines
 
 from spark_jobs.checkpoints.validate import validate_checkpoint
-from spark_jobs.contract.errors import JobFailed
+from spark_jobs.contract.errors import JobFailed, UserError
 from spark_jobs.jobs.runner import run_job
 
 pytestmark = pytest.mark.integration
@@ -134,3 +135,33 @@ def test_lines_appended_to_a_file_after_its_batch_are_reported_not_lost_in_silen
     assert f"1 landing file(s) changed after their batch read them: {grown}" in said
     report = validate_checkpoint(spec.checkpoint, spec)
     assert report.codes == ["LANDING_FILES_CHANGED"], report.codes
+
+
+def test_an_lz4_frame_is_refused_before_spark_reads_it_as_no_lines(spark, tmp_path):
+    """Spark's lz4 and snappy codecs decode Hadoop's block framing only; an LZ4 frame (what the
+    lz4 tool writes) or a raw Snappy block reads as no lines, with no error. The run refuses
+    them unread; moved out and landed again as .json.gz, every line is read."""
+    lines = ("\n".join(json.dumps(e) for e in WHOLE) + "\n").encode()
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "z.json.lz4").write_bytes(lz4_frame(lines))
+    (alone / "y.json.snappy").write_bytes(snappy_raw(lines))
+    assert spark.read.text(str(alone)).count() == 0  # why the run refuses them
+    hadoop = tmp_path / "hadoop"  # Spark's own writer: Hadoop's framing, read whole
+    spark.createDataFrame([(ln,) for ln in lines.decode().splitlines()], "value string").coalesce(
+        1
+    ).write.option("compression", "lz4").text(str(hadoop))
+    assert spark.read.text(str(hadoop)).count() == len(WHOLE)
+
+    spec = job_spec("dedup_events", tmp_path)
+    folder = tmp_path / "land" / "clickstream"
+    write_lines(folder, "a.json", _events("a", range(0, 3)))
+    [made] = hadoop.glob("part-*.lz4")
+    shutil.copy(made, folder / "h.json.lz4")
+    shutil.copy(alone / "z.json.lz4", folder / "z.json.lz4")
+    with pytest.raises(UserError, match=r"holds 1 file\(s\) not in Hadoop's block framing"):
+        run_job(spec, spark=spark)
+    assert not (tmp_path / "out").exists()  # nothing was read
+    shutil.move(folder / "z.json.lz4", alone / "moved.json.lz4")
+    _gzipped(folder, "z.json.gz", WHOLE)
+    assert run_job(spec, spark=spark).input_rows == 3 + 2 * len(WHOLE)

@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import pytest
 
-from spark_jobs.checkpoints import unread
+from spark_jobs.checkpoints import landing_codecs, unread
 from spark_jobs.checkpoints.synthetic import ROCKSDB, offset_text
 from spark_jobs.checkpoints.validate import validate_checkpoint
 from spark_jobs.contract.spec import load_spec
@@ -182,8 +182,9 @@ def test_a_run_with_little_to_read_starts_its_driver_with_the_quick_compiler(tmp
 def test_a_run_says_which_files_it_reads_as_text_though_they_are_compressed(
     tmp_path, monkeypatch, capsys
 ):
-    """Hadoop decodes .gz, .bz2, .zst (and .lz4, .snappy, .deflate); a .json.xz or .json.zip is
-    read as text, its bytes quarantined line by line: the precheck names such files first."""
+    """Hadoop decodes .gz, .bz2, .zst and .deflate (.lz4 and .snappy in its own framing only:
+    test_landing_codecs); a .json.xz or .json.zip is read as text, its bytes quarantined line
+    by line: the precheck names such files first."""
     from spark_jobs.jobs import runner
 
     for var in ("CHECKPOINT", "LANDING", "TABLE"):
@@ -193,7 +194,7 @@ def test_a_run_says_which_files_it_reads_as_text_though_they_are_compressed(
     for name in ("a.json", "b.json.gz", "c.json.bz2", "d.json.zst", "e.json.xz", "f.json.ZIP"):
         (land / name).write_bytes(b"\xfd7zXZ\x00")
     (land / ".g.json.xz").write_bytes(b"")  # hidden: never read at all
-    assert unread.read_as_text(str(land)) == ["e.json.xz", "f.json.ZIP"]
+    assert landing_codecs.read_as_text(str(land)) == ["e.json.xz", "f.json.ZIP"]
     spec = load_spec("user_counts").with_overrides(
         input=str(land), output=str(tmp_path / "out"), checkpoint=str(tmp_path / "ck")
     )
