@@ -109,6 +109,10 @@ CATALOGUE: dict[str, tuple[str, str]] = {
         WARNING,
         "land what was written to them after the read under a new name; write landing files under a hidden name (. or _) and rename them into place",
     ),
+    "LANDING_FILES_READ_AS_NOTHING": (
+        WARNING,
+        "move the ones not read yet out of the landing folder (run refuses them), and land the lines of all of them uncompressed or as .json.gz, .json.bz2 or .json.zst under new names",
+    ),
     "FILE_SOURCE_LOG_BLOAT": (
         WARNING,
         "fewer, larger input files (or the cleanSource option); the log grows with every file ever read",

@@ -74,28 +74,45 @@ def read_as_nothing(uri: str) -> list[str]:
     return sorted(e.name for e in _landing_files(uri, HADOOP_FRAMED) if not _hadoop_framed(e.path))
 
 
+def split_read_as_nothing(uri: str, lay: Layout) -> tuple[list[str], list[str]]:
+    """The names of :func:`read_as_nothing`: those a batch of ``lay`` already read (as no
+    lines), and those still waiting to be read."""
+    names = read_as_nothing(uri)
+    local = paths.local_path(uri)
+    if not names or local is None:
+        return [], names
+    done = files_read(lay).files
+    read = [n for n in names if file_key(str(local / n)) in done]
+    return read, [n for n in names if n not in read]
+
+
+WHY = (
+    "not in Hadoop's block framing, the only one Spark's lz4 and snappy codecs decode "
+    "(an LZ4 frame or a Snappy stream from the usual tools): Spark reads such a file as no lines"
+)
+
+
 def refuse_read_as_nothing(uri: str, job: str, lay: Layout) -> str | None:
     """Before Spark starts: a UserError naming the files of :func:`read_as_nothing` that no
     batch read yet (nothing of them is lost: move them out and land their lines again); the
     warning line for those an earlier batch already read as nothing; None when there are none."""
-    names = read_as_nothing(uri)
-    if not names:
-        return None
-    local = paths.local_path(uri)
-    done = files_read(lay).files
-    read = [n for n in names if file_key(str(local / n)) in done] if local else []
-    waiting = [n for n in names if n not in read]
-    why = (
-        "not in Hadoop's block framing, the only one Spark's lz4 and snappy codecs decode "
-        "(an LZ4 frame or a Snappy stream from the usual tools): Spark reads such a file as no lines"
-    )
+    read, waiting = split_read_as_nothing(uri, lay)
     if waiting:
         raise UserError(
-            f"job {job}: landing folder {uri} holds {len(waiting)} file(s) {why}: "
+            f"job {job}: landing folder {uri} holds {len(waiting)} file(s) {WHY}: "
             f"{shown(waiting)}; nothing was read; move them out of the folder and land their "
             f"lines {LAND_AGAIN}"
         )
+    if not read:
+        return None
     return (
         f"statekeeper: job {job}: earlier batches read {len(read)} file(s) of landing folder "
-        f"{uri} {why}: {shown(read)}; land their lines again {LAND_AGAIN} under new names"
+        f"{uri} {WHY}: {shown(read)}; land their lines again {LAND_AGAIN} under new names"
     )
+
+
+def describe(uri: str, read: list[str], waiting: list[str]) -> str:
+    """``checkpoint validate``'s message (``LANDING_FILES_READ_AS_NOTHING``)."""
+    said = [f"read by a batch: {shown(read)}"] if read else []
+    said += [f"not read yet: {shown(waiting)}"] if waiting else []
+    return f"{len(read) + len(waiting)} file(s) of landing folder {uri} {WHY} ({'; '.join(said)})"

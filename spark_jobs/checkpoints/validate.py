@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from spark_jobs.checkpoints import first_batch
+from spark_jobs.checkpoints import first_batch, landing_codecs
 from spark_jobs.checkpoints.findings import Report
 from spark_jobs.checkpoints.landing_changes import changed_after_read
 from spark_jobs.checkpoints.landing_changes import describe as describe_changed
@@ -236,6 +236,9 @@ def _check_spec(lay: Layout, rep: Report, spec: Any, snapshot_root: str | None) 
     missed = unread(lay.uri, spec.inputs.values(), lay, spec.max_files_per_trigger)
     if missed:
         rep.add("LANDING_FILES_UNREAD", missed.describe())
+    for uri in spec.inputs.values():  # a continuous run reads them before any run refuses them
+        if any(names := landing_codecs.split_read_as_nothing(uri, lay)):
+            rep.add("LANDING_FILES_READ_AS_NOTHING", landing_codecs.describe(uri, *names))
 
     pinned = lay.pinned_conf()
     for key, want in spec_confs(spec).items():

@@ -252,10 +252,10 @@ CASES = {
 
 # Kafka's findings need a Kafka source's offsets: tests/unit/kafka/test_kafka_units.py checks them.
 KAFKA_CODES = {"SOURCE_CHANGED", "KAFKA_OFFSETS_UNREADABLE"}
-# A landing file the job never read, or one changed after its batch, needs a landing folder
-# beside the checkpoint: tests/unit/checkpoints/test_unread_landing_files.py and
-# test_landing_changes.py check them, tests/integration/test_landing_files.py on real runs.
-LANDING_CODES = {"LANDING_FILES_UNREAD", "LANDING_FILES_CHANGED"}
+# A landing file the job never read, one changed after its batch, or one Spark reads as no lines
+# needs a landing folder beside the checkpoint: tests/unit/checkpoints/test_unread_landing_files.py,
+# test_landing_changes.py and test_landing_codecs.py check them, test_landing_files.py on real runs.
+LANDING_CODES = {"LANDING_FILES_UNREAD", "LANDING_FILES_CHANGED", "LANDING_FILES_READ_AS_NOTHING"}
 
 
 def test_catalogue_is_covered():

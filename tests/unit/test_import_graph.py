@@ -27,6 +27,7 @@ INSPECTION = (
     "spark_jobs.checkpoints.findings",
     "spark_jobs.checkpoints.unread",
     "spark_jobs.checkpoints.landing_changes",
+    "spark_jobs.checkpoints.landing_codecs",
     "spark_jobs.checkpoints.source_files",
     "spark_jobs.checkpoints.layout",
     "spark_jobs.checkpoints.files",

@@ -13,6 +13,7 @@ from compressed_frames import lz4_frame, snappy_raw
 
 from spark_jobs.checkpoints import landing_codecs
 from spark_jobs.checkpoints.synthetic import ROCKSDB, offset_text
+from spark_jobs.checkpoints.validate import validate_checkpoint
 from spark_jobs.contract.errors import UserError
 from spark_jobs.contract.spec import load_spec
 from spark_jobs.jobs import runner
@@ -74,3 +75,9 @@ def test_a_file_an_earlier_batch_read_as_nothing_is_said_not_refused(land, capsy
     said = [ln for ln in capsys.readouterr().err.splitlines() if "Hadoop's block framing" in ln]
     assert len(said) == 1 and "earlier batches read 1 file(s)" in said[0], said
     assert "z.json.lz4; land their lines again" in said[0], said
+
+    (land / "x.json.lz4").write_bytes(lz4_frame(LINES))  # landed during a continuous run
+    report = validate_checkpoint(str(ck), _spec(land))
+    [found] = [f for f in report.findings if f.code == "LANDING_FILES_READ_AS_NOTHING"]
+    assert found.severity == "warning" and report.exit_code == 10, report.findings
+    assert "(read by a batch: z.json.lz4; not read yet: x.json.lz4)" in found.message
