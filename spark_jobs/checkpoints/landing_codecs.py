@@ -8,7 +8,9 @@ and ``.json.zst`` from the usual tools are read. Two other cases read wrong, and
 - ``.lz4`` and ``.snappy`` are decoded in Hadoop's own block framing only (what Spark and Hadoop
   write). What the ``lz4`` tool or a snappy library writes (an LZ4 frame, Snappy's framing format,
   a raw Snappy block) Spark 4.2 reads as no lines at all: nothing reaches the quarantine, and the
-  file's name counts as read from then on. So a run refuses such a file before Spark reads it.
+  file's name counts as read from then on. (Or its JVM dies allocating a buffer of the length the
+  first bytes seem to name: the test suite's did.) So a run refuses such a file before Spark
+  reads it.
 
 Local landing folders only (a store's files are not opened here).
 """
