@@ -42,10 +42,10 @@ def _counted_looks(monkeypatch, lose_first: int = 0) -> list[int]:
 
 
 def test_a_running_checkpoint_shows_no_race_as_a_finding(ck, capsys):
-    """A writer 50 batches a second, cleaning up behind 3: before the second look, about 3 % of
+    """A writer up to 20 batches a second, cleaning up behind 3: with one look, 3 to 6 % of
     validations reported a file gone (a traceback), a temp file or missing state."""
     raced: list[tuple[str, ...]] = []
-    with LiveWriter(ck, retain=3, pause=0.02) as w:
+    with LiveWriter(ck, retain=3, pause=0.05) as w:
         while w.committed < 5:
             time.sleep(0.01)
         deadline, looks = time.time() + 3, 0
@@ -54,7 +54,7 @@ def test_a_running_checkpoint_shows_no_race_as_a_finding(ck, capsys):
             rep = validate_checkpoint(str(ck))
             raced += [tuple(sorted(RACES.intersection(rep.codes)))] if rep.codes else []
         assert cli_main(["checkpoint", "validate", "--checkpoint", str(ck)]) == 0
-        assert w.committed > 50
+        assert w.committed > 20
     assert not [r for r in raced if r], raced[:5]
     assert "clean" in capsys.readouterr().out
 

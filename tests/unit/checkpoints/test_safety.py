@@ -147,8 +147,10 @@ def test_snapshots_of_a_running_checkpoint_restore_clean(t, tmp_path):
     """Snapshots taken while a writer holds the run lock and commits batches (and cleans up old
     ones) are each a consistent checkpoint at a committed batch."""
     taken = []
-    # retain as our specs do (min_batches_to_retain 20): cleanup trails the last commit by that much
-    with LiveWriter(t.checkpoint, retain=20) as w:
+    # retain as our specs do (min_batches_to_retain 20): cleanup trails the last commit by that
+    # much, here 1 s of 50 ms batches (at the writer's default 2 ms, 40 ms: on a busy machine
+    # every cut's checks lost a source log to it, a race no real job runs)
+    with LiveWriter(t.checkpoint, retain=20, pause=0.05) as w:
         deadline = time.time() + 20
         while len(taken) < 4 and time.time() < deadline:
             # a new batch since the last copy (the writer is a thread: it may stall meanwhile)
