@@ -175,7 +175,14 @@ def checkpoint_verdict(spec: JobSpec, now: float) -> dict[str, Any]:
     )
 
     def compute() -> dict[str, Any]:
-        rep = validate_checkpoint(spec.checkpoint, spec)
+        try:
+            rep = validate_checkpoint(spec.checkpoint, spec)
+        except UserError:  # it changed under every look: no verdict this refresh, not a 500
+            return {
+                "checkpoint_verdict": None,
+                "checkpoint_findings": [],
+                "unread_landing_files": None,
+            }
         verdict = rep.to_dict()["status"] if rep.exists else "none"
         return {
             "checkpoint_verdict": verdict,

@@ -187,3 +187,23 @@ def test_a_checkpoint_locked_for_maintenance_shows_maintenance(client):
         rows = {r["job"]: r for r in http.get("/api/health").json()}
     assert rows["keyed"]["status"] == "maintenance"
     assert rows["keyed"]["reason"].startswith("rollback in progress")
+
+
+def test_a_checkpoint_that_changes_under_every_look_has_no_verdict_not_a_500(client, monkeypatch):
+    """validate gives up in one line when a running job's cleanup removes a file under each of
+    its looks; the page shows no verdict for that job this refresh and every other row."""
+    from spark_jobs.checkpoints import validate
+    from spark_jobs.contract.errors import UserError
+
+    http, root = client
+    real = validate.validate_checkpoint
+
+    def racing(checkpoint, spec=None, **kw):
+        if checkpoint.endswith("keyed"):
+            raise UserError(f"checkpoint {checkpoint} changed while it was validated; try again")
+        return real(checkpoint, spec, **kw)
+
+    monkeypatch.setattr(validate, "validate_checkpoint", racing)
+    rows = {r["job"]: r for r in http.get("/api/health").json()}
+    assert rows["keyed"]["checkpoint_verdict"] is None and rows["keyed"]["last_batch_id"] > 0
+    assert rows["bucketed"]["checkpoint_verdict"] in ("clean", "warnings")
