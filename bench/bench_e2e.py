@@ -207,18 +207,19 @@ def parse(spark: Any, work: Path, events: int, rounds: int) -> dict[str, Any]:
     """Two like-for-like pairs, every column of every row materialised (``noop`` sink), in one
     warm session, interleaved rounds (median kept):
 
-    - alone: ``parse_lines`` (native parse, the "certainly good" checks, the exact reason of
-      the rest, the raw line of bad ones) on the text lines, against Spark's JSON reader with
+    - alone: ``parse_lines`` (the first tier in the JVM, the "certainly good" checks, the exact
+      reason of the rest, the raw line of bad ones) on the text lines, against Spark's JSON reader with
       the schema and a corrupt-record column on the same files. Neither shuffles.
     - with the shuffle: the same parse as the runner plans it (one shuffle on ``user_id``, read
       by the good and the quarantine side, one write of their union), against the reader plus
       the same shuffle on ``user_id``.
 
-    And Spark's ``from_json`` alone on the same text lines, every field materialised: the floor
-    of any parse that keeps each line's text (a bad line's raw text is the quarantine's), as the
-    JSON reader cannot give it back. ``from_json`` makes a character reader per line
-    (``CreateJacksonParser.utf8String``: an ``InputStreamReader``, with its 8 KB buffer, over
-    the line's bytes) where the file reader hands Jackson the bytes themselves.
+    And Spark's ``from_json`` alone on the same text lines, every field as text: what the
+    parse's first tier was until it was measured. A parse must keep each line's text (a bad
+    line's raw text is the quarantine's), which the JSON reader cannot give back, and
+    ``from_json`` makes a character reader per line (``CreateJacksonParser.utf8String``: an
+    ``InputStreamReader``, with its 8 KB buffer, over the line's bytes) where the file reader,
+    and the first tier, hand Jackson the bytes themselves.
     """
     from pyspark.sql import functions as F
 
@@ -230,6 +231,10 @@ def parse(spark: Any, work: Path, events: int, rounds: int) -> dict[str, Any]:
     data = suite.dataset(work, "clickstream", events, max(events // 10, 1), calls=1)
     files = str(data)
     schema = f"{event_kinds.spark_schema('clickstream')}, _corrupt string"
+    # from_json's share of a parse on text lines: every field as text, which keeps nothing out
+    strings = ", ".join(
+        [*(f"{f.name} string" for f in event_kinds.fields("clickstream")), "_c string"]
+    )
 
     def lines() -> Any:
         return (
@@ -261,9 +266,7 @@ def parse(spark: Any, work: Path, events: int, rounds: int) -> dict[str, Any]:
         "native_shuffled": lambda: noop(reader().repartition(partitions, "user_id")),
         "from_json": lambda: noop(
             lines()
-            .select(
-                F.from_json("value", ev.native_schema("clickstream"), ev.NATIVE_OPTIONS).alias("j")
-            )
+            .select(F.from_json("value", strings, {"columnNameOfCorruptRecord": "_c"}).alias("j"))
             .select("j.*")
         ),
     }

@@ -20,6 +20,11 @@ from spark_jobs.contract import paths
 from spark_jobs.contract.errors import UserError
 
 SPARK_LIST = Path("include") / "spark" / "jars.txt"
+# The parse's JVM part (spark_jobs/io/jvm/, a Spark UDF; docs/jobs.md): compiled at set-up
+# (:mod:`spark_jobs.runtime.parser_jar`) into the jars cache under a name keyed by its source,
+# so an edited source is never run as the old class.
+PARSER_SOURCE = Path("spark_jobs") / "io" / "jvm" / "statekeeper" / "ParseLine.java"
+PARSER_CLASS = "statekeeper.ParseLine"
 
 
 # -- the jars ----------------------------------------------------------------------------------
@@ -70,7 +75,18 @@ def jar_paths() -> list[str]:
         if not p.is_file():
             raise UserError(f"Spark jar {p.name} is not in {paths.jars_dir()}; run `make setup`")
         out.append(str(p))
-    return out
+    parser = parser_jar()
+    if not parser.is_file():
+        raise UserError(
+            f"the parse's jar {parser.name} is not in {parser.parent}; run `make setup`"
+        )
+    return [*out, str(parser)]
+
+
+def parser_jar() -> Path:
+    """Where the compiled parse (:data:`PARSER_SOURCE`) is, named by a hash of its source."""
+    source = (paths.project_root() / PARSER_SOURCE).read_bytes()
+    return paths.jars_dir() / f"statekeeper-parse-{hashlib.sha256(source).hexdigest()[:12]}.jar"
 
 
 # -- the driver's class archive (spark_jobs.runtime.jvm_archive builds it) ----------------------

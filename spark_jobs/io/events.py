@@ -1,14 +1,19 @@
 """The parse that splits every landing line into a typed event of its kind
 (:mod:`spark_jobs.io.event_kinds`) or a bad record with its reason.
 
-Two tiers. Every line goes through Spark's native JSON parser (``from_json`` with the kind's
-schema and a corrupt-record column) and a few cheap checks that say "certainly good" (one regex
-over a line's string fields, one over its timestamp, one cast of it, a UTF-8 check).
-Spark's parser coerces a number or an object given for a string field to its text, so a string
-that *looks like* another JSON value (``123``, ``true``, ``{...``) is only "maybe bad". Only the
-lines not certainly good (bad ones, and the rare string that looks like a number) are parsed a
-second time, to a VARIANT, where each field's JSON type is checked exactly and the reason named.
-The VARIANT check runs inside a ``CASE WHEN`` branch, so good lines never pay for it.
+Two tiers. The first reads every line's bytes with Jackson in the JVM (a Spark UDF,
+``spark_jobs/io/jvm/statekeeper/ParseLine.java``, compiled at set-up): the kind's fields, and
+whether the line is "suspect" (malformed, not one object, or a field of the wrong JSON type).
+A few cheap checks of its fields then say "certainly good" (the timestamp's ISO shape and its
+cast, enums, required fields, an amount that fits, the line's length and UTF-8). Only the lines
+not certainly good are parsed a second time, to a VARIANT, where each field's JSON type is
+checked exactly and the reason named. The VARIANT check runs inside a ``CASE WHEN`` branch, so
+good lines never pay for it.
+
+Spark's own ``from_json`` was the first tier until it was measured: it builds a character
+reader per line (about twice the cost of Spark's JSON file reader, which hands Jackson the bytes
+as the UDF does), and it turns a number or an object given for a string field into its text,
+which the parse then had to look for with a regex over every line's strings.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from spark_jobs.io.event_kinds import (
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 
 def _q(text: str) -> str:
@@ -74,12 +79,14 @@ def _types(v: str, kind: str, needed: str) -> list[Column]:
 
 def _reason(v: str, kind: str) -> Column:
     """The first thing wrong with a line parsed to the VARIANT column ``v``, or NULL for a good
-    event; reads the columns of :func:`_types`."""
+    event; reads the columns of :func:`_types`, and the first tier's ``_j``."""
     from pyspark.sql import functions as F
 
     checks: list[tuple[str, str]] = [
         (f"{v} IS NULL", _q("malformed JSON")),
         (f"NOT startswith(schema_of_variant({v}), 'OBJECT')", _q("not a JSON object")),
+        # parse_json reads a line's first value: "{...}{...}" would lose the second in silence
+        (f"_j.{AFTER}", _q("text after the JSON object")),
     ]
     for f in fields(kind):
         t = f"_t_{f.name}"
@@ -135,44 +142,26 @@ def _no_fit(v: str, f: Field) -> str:
 # 50 MB "event" is a broken producer, and parsing or storing it whole costs every reader.
 MAX_LINE_BYTES = 1024 * 1024
 RAW_KEPT = 4096
-CORRUPT = "_corrupt"
-# from_json's options: a line it cannot parse is kept whole in the corrupt-record column
-NATIVE_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
-# The text Spark's parser makes of a non-string JSON value given for a string field: a JSON
-# number (as written, or as Java prints a double or decimal: 1.0E10, 1E+10), true/false, an
-# object/array, or a quoted non-finite number. A real string of that shape is rare, and checked
-# exactly. The number pattern is the exact grammar, not "digits and dots": IP addresses, dates and
-# versions are common strings and must not all take the slow path.
-_LOOKS_NOT_STRING = r'^(?:-?[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|true|false|[\[{"][\s\S]*)$'
-# The same shape for any of several fields joined by _SEP (see :func:`_may_not_be_string`).
-_SEP = "\u0001"
-_ANY_LOOKS_NOT_STRING = (
-    r'\x01(?:-?[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|true|false|[\[{"][^\x01]*)(?:\x01|$)'
-)
-# What the native parser is asked for: strings stay strings (checked above), ``int`` as a 32-bit
-# int and ``num`` as double, which reject a JSON string (int also rejects 1.5, and an integer
-# outside 32 bits) into the corrupt column: the slow path names the reason, at no cost to good
-# lines. An ``int`` is stored as bigint.
-_NATIVE = {"str": "string", "int": "int", "num": "double", "ts": "string"}
+SUSPECT = "_suspect"
+AFTER = "_after"  # the first tier saw more than blanks after the line's object
+# The first tier's field codes (spark_jobs/io/jvm/statekeeper/ParseLine.java): a string, a
+# string of the ISO timestamp shape, an integer (returned as a long, which always holds a 32-bit
+# value), a number (a double, cast to the field's decimal below).
+_CODES = {"str": "s", "ts": "t", "int": "i", "num": "n"}
+_RETURNS = {"str": "string", "ts": "string", "int": "bigint", "num": "double"}
 
 
-def native_schema(kind: str) -> str:
-    """The ``from_json`` schema of ``kind``, with the corrupt-record column last."""
-    cols = [f"{f.name} {_NATIVE[f.type]}" for f in fields(kind)]
-    return ", ".join([*cols, f"{CORRUPT} string"])
+def _first_tier(spark: SparkSession, kind: str) -> tuple[str, str]:
+    """The first tier's function for ``kind``, registered in ``spark`` (a temporary function;
+    registering it again is harmless): its name and the fields argument it takes (the ISO
+    shape's expression is its third)."""
+    from spark_jobs.contract.jvm import PARSER_CLASS
 
-
-def _may_not_be_string(strings: list[Column]) -> Column:
-    """True when any of ``strings`` may be a text Spark's parser made of a non-string JSON value
-    (one :data:`_LOOKS_NOT_STRING` matches), NULL when none is set. One regex over the fields
-    joined by a control character, not one per field: a line pays for one decoding and one
-    match, and the generated code stays small (see :func:`parse_lines`). A string holding the
-    separator itself can only make the line "maybe bad", never hide a coerced value: every
-    field's text starts right after a separator (one leads the joined text), and Jackson
-    escapes control characters in the text it makes of an object or array."""
-    from pyspark.sql import functions as F
-
-    return F.concat_ws(_SEP, F.lit(""), *strings).rlike(_ANY_LOOKS_NOT_STRING)
+    name = "statekeeper_parse_" + kind.replace("-", "_")
+    typed = [f"{f.name} {_RETURNS[f.type]}" for f in fields(kind)]
+    returns = ", ".join([*typed, f"{SUSPECT} boolean", f"{AFTER} boolean"])
+    spark.udf.registerJavaFunction(name, PARSER_CLASS, returns)
+    return name, ",".join(f"{_CODES[f.type]}:{f.name}" for f in fields(kind))
 
 
 def _certainly_good(j: Column, value: Column, kind: str) -> Column:
@@ -181,21 +170,16 @@ def _certainly_good(j: Column, value: Column, kind: str) -> Column:
     is cast once, there). The clock is checked later (:mod:`~spark_jobs.io.batch_clock`)."""
     from pyspark.sql import functions as F
 
-    ok = (F.octet_length(value) <= MAX_LINE_BYTES) & F.is_valid_utf8(value) & j[CORRUPT].isNull()
-    strings = [j[f.name] for f in fields(kind) if f.type == "str"]
-    if strings:
-        ok = ok & ~_may_not_be_string(strings)
+    # Not suspect: UTF-8, one JSON object, every field of its JSON type, timestamps ISO-shaped.
+    ok = (F.octet_length(value) <= MAX_LINE_BYTES) & ~j[SUSPECT]
     for f in fields(kind):
         c = j[f.name]
         if not f.nullable:
             ok = ok & c.isNotNull()
-        if f.type == "num":  # NaN and infinities (quoted strings Spark's double accepts) too
+        if f.type == "num":  # a number too large for its decimal (1e400 is an infinite double)
             ok = ok & (c.isNull() | F.col(f.name).isNotNull())
         if f.type == "ts":
-            # A string of the ISO shape is never one Spark's parser made of another JSON value
-            # (it starts with 4 digits and a "-"): no :func:`_may_not_be_string` for it.
-            t = F.col(f.name)
-            ok = ok & c.rlike(ISO_TS_WITH_ZONE) & t.isNotNull()
+            ok = ok & F.col(f.name).isNotNull()  # a real instant
         if f.allowed:
             ok = ok & c.isin(*f.allowed)
     return F.coalesce(ok, F.lit(False))
@@ -249,7 +233,7 @@ def parse_lines(
     earliest clock of a batch the query will run (default now; see ``may_be_ahead`` there).
 
     Six projections, kept apart on purpose (Spark does not merge a projection into one that
-    uses its expensive columns more than once): the native parse; the typed fields; the
+    uses its expensive columns more than once): the first tier; the typed fields; the
     "certainly good" flag, from them (all whole-stage code generated); the VARIANT, and each
     field's JSON type in it, computed only for the lines not certainly good; the reason; then,
     past the clock's boundary, the clock's verdict and what a bad line keeps.
@@ -262,14 +246,16 @@ def parse_lines(
     from pyspark.sql import functions as F
 
     value, j, fast = F.col("value"), F.col("_j"), F.col("_fast")
+    parse, codes = _first_tier(lines.sparkSession, kind)
     native = lines.where(F.trim(value) != "").select(
         value,
         F.col("source_file"),
         # A huge line is not parsed at all: its reason needs only its length.
-        F.from_json(
-            F.when(F.octet_length(value) <= MAX_LINE_BYTES, value),
-            native_schema(kind),
-            NATIVE_OPTIONS,
+        F.call_function(
+            parse,
+            F.when(F.octet_length(value) <= MAX_LINE_BYTES, value.cast("binary")),
+            F.lit(codes),
+            F.lit(ISO_TS_WITH_ZONE),
         ).alias("_j"),
     )
     typed = []
@@ -279,8 +265,6 @@ def parse_lines(
             c = F.try_to_timestamp(c)
         elif f.type == "num":
             c = c.try_cast(f.spark_type)  # an amount that does not fit is a bad line, not fatal
-        elif f.type == "int":
-            c = c.cast(f.spark_type)  # int to bigint: always fits
         typed.append(c.alias(f.name))
     names = [f.name for f in fields(kind)]
     # The "certainly good" flag reads the typed columns of the projection before, so a

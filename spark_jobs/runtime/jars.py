@@ -120,7 +120,10 @@ def fetch() -> list[Path]:
 
 
 def fetch_spark() -> list[Path]:
-    return download_all(spark_list(), paths.jars_dir())
+    """Spark's jars, and the parse's own jar compiled beside them (:mod:`.parser_jar`)."""
+    from spark_jobs.runtime import parser_jar
+
+    return [*download_all(spark_list(), paths.jars_dir()), parser_jar.build()]
 
 
 def fetch_broker() -> list[Path]:
