@@ -81,12 +81,19 @@ def jinja(expr: str) -> str:
     return "{{ " + expr + " }}"
 
 
-def plan_task(job: str, **kwargs: Any) -> UpgradePlanOperator:
-    """``upgrade_plan``: the job as declared now against its checkpoint, before a submit."""
+# The catch-up DAG's run, and its plan: the plan must judge the job as that run runs it (a
+# service_health checkpoint written by available-now runs holds event-time timers).
+CATCH_UP_TRIGGER = "available-now"
+
+
+def plan_task(job: str, trigger: str | None = None, **kwargs: Any) -> UpgradePlanOperator:
+    """``upgrade_plan``: the job as declared now against its checkpoint, before a submit of a
+    run with ``trigger`` (default: the spec's)."""
     return UpgradePlanOperator(
         task_id="upgrade_plan",
         job=job,
         overrides={k: jinja(f"params.{k} or ''") for k in ("checkpoint", "output")},
+        trigger=trigger,
         doc_md="`upgrade plan JOB --json`: a changed job (spec or code) stops here with the plan's line and the command that applies it, before Spark starts (docs/upgrades.md).",
         retries=0,
         **kwargs,
@@ -145,7 +152,7 @@ def catchup_dag(job: str, doc_md: str | None = None) -> DAG:
             name=f"statekeeper-{job}",
             job=job,
             overrides=path_overrides(),
-            trigger="available-now",
+            trigger=CATCH_UP_TRIGGER,
             execution_timeout=timedelta(hours=2),
             doc_md="spark-submit `python -m spark_jobs run JOB --trigger available-now` through `spark_default`.",
         )
@@ -164,7 +171,7 @@ def catchup_dag(job: str, doc_md: str | None = None) -> DAG:
             trigger_rule="none_failed",
             doc_md="Signals the table's Asset (with its Delta version) once the run and its checks passed.",
         )
-        validate >> plan_task(job) >> run >> quality >> publish
+        validate >> plan_task(job, trigger=CATCH_UP_TRIGGER) >> run >> quality >> publish
         if not continuous:
             run >> CompletenessEventsOperator(
                 task_id="emit_completeness",

@@ -106,9 +106,9 @@ class CheckpointValidateOperator(SparkJobsCliOperator):
 
 
 class UpgradePlanOperator(SparkJobsCliOperator):
-    """``upgrade plan JOB --json`` before a submit: exit 0 (nothing changed) succeeds, and so
-    does a checkpoint with no committed batch (the first run starts from the job as declared
-    now: nothing to plan). Any verdict (``ExitCode.UPGRADE_*``) fails the task without retry
+    """``upgrade plan JOB --json [--trigger T]`` before a submit: exit 0 (nothing changed)
+    succeeds, and so does a checkpoint with no committed batch (the first run starts from the
+    job as declared now: nothing to plan). Any verdict (``ExitCode.UPGRADE_*``) fails the task without retry
     with the worst change's line and what applies it: the run would refuse the changed job
     anyway, and this says why in the Airflow UI before Spark starts. The plan reads files only
     (about a second) and keeps its result in the checkpoint for the health page."""
@@ -121,8 +121,17 @@ class UpgradePlanOperator(SparkJobsCliOperator):
         ExitCode.UPGRADE_INCOMPATIBLE,
     )
 
-    def __init__(self, *, job: str, overrides: dict[str, str] | None = None, **kwargs: Any) -> None:
-        super().__init__(job=job, overrides=overrides, flags=("--json",), **kwargs)
+    def __init__(
+        self,
+        *,
+        job: str,
+        overrides: dict[str, str] | None = None,
+        trigger: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        # --trigger: the run this plan gates uses another trigger than the spec's (a catch-up)
+        flags = ("--json", *(("--trigger", trigger) if trigger else ()))
+        super().__init__(job=job, overrides=overrides, flags=flags, **kwargs)
 
     def execute(self, context: Any) -> dict[str, Any]:
         from spark_jobs.checkpoints.layout import read_layout

@@ -1,10 +1,11 @@
 """``python -m spark_jobs upgrade (plan | migrate | preview --since BATCH|TIME) JOB
-[--checkpoint URI] [--output URI] [--json]`` (migrate also ``[--with MODULE:FUNCTION]``)
-(docs/contracts.md §1)."""
+[--checkpoint URI] [--output URI] [--trigger T] [--json]`` (migrate also ``[--with
+MODULE:FUNCTION]``) (docs/contracts.md §1)."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from typing import Any
 
@@ -18,6 +19,9 @@ def _target(args: argparse.Namespace) -> Any:
     if looks_like_path(args.job):
         raise UserError(f"upgrade {args.command_name} needs a job name, not {args.job}")
     target = roots.resolve(args.job, args.checkpoint or None)
+    if args.trigger:  # the job as its next run will run it: a catch-up's available-now, say
+        assert target.spec is not None
+        target = dataclasses.replace(target, spec=target.spec.with_overrides(trigger=args.trigger))
     if args.output:  # held to the tables roots, as every command's table option is
         from spark_jobs.contract.confine import given_path
 
@@ -89,6 +93,13 @@ def register(subparsers: Any) -> None:
         sp.add_argument("--checkpoint", metavar="URI", help="the checkpoint (default: the spec's)")
         sp.add_argument(
             "--output", metavar="URI", help="the output table (default: the checkpoint's)"
+        )
+        sp.add_argument(
+            "--trigger",
+            metavar="T",
+            help="the trigger the job's next run uses (default: the spec's): available-now or "
+            "processing-time:30s; a job's state can depend on it (service_health's timers follow "
+            "event time in available-now runs, the clock otherwise)",
         )
         sp.add_argument("--json", action="store_true", help="machine-readable output")
         if name == "migrate":

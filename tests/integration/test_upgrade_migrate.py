@@ -258,11 +258,13 @@ def test_service_health_transform_with_state_keeps_variables_and_timers(
     """transformWithState: service_health (a value state, a list state of held logs, event-time
     timers) moves to a 2-minute watermark; migrate rewrites the state through the seed's
     initialState, so s3's held log and its timer survive: the next run alerts s3 stale at 35
-    (its log at 30 + 5 minutes) and ok at 40, as a job that never stopped would."""
+    (its log at 30 + 5 minutes) and ok at 40, as a job that never stopped would. Before, the
+    first run is a catch-up of the shipped (processing-time) spec: planned with the run's
+    trigger, nothing changed; with the spec's, the time mode Spark pinned would change."""
     specs, land = tmp_path / "specs", tmp_path / "land"
     upgrade_env(monkeypatch, tmp_path)
 
-    def spec(watermark: str) -> None:
+    def spec(watermark: str, trigger: str = "available-now") -> None:
         raw = yaml.safe_load(
             (paths.project_root() / "include" / "jobs" / "service_health.yaml").read_text()
         )
@@ -272,7 +274,7 @@ def test_service_health_transform_with_state_keeps_variables_and_timers(
             checkpoint=str(tmp_path / "ckpt" / "service_health"),
             shuffle_partitions=2,
             watermark=watermark,
-            trigger="available-now",
+            trigger=trigger,
             mode="catch-up",
         )
         raw["params"]["initial_state"] = None
@@ -288,9 +290,14 @@ def test_service_health_transform_with_state_keeps_variables_and_timers(
             "event_time": at(minute),
         }
 
-    spec("1 minute")
+    spec("1 minute", trigger="processing-time:30s")  # the shipped trigger: continuous
     write_lines(land, "a1.json", [log("s1", 0), log("s2", 1), log("s1", 2), log("s3", 30)])
-    run_job(load_spec("service_health"), spark=spark)
+    # A catch-up run of it (the catch-up DAG's), then its plan as the DAG's next one asks it.
+    run_job(load_spec("service_health").with_overrides(trigger="available-now"), spark=spark)
+    code, out, _ = cli("upgrade", "plan", "service_health", "--trigger", "available-now")
+    assert code == 0 and "nothing changed" in out
+    code, out, _ = cli("upgrade", "plan", "service_health")  # as a processing-time run
+    assert code == ExitCode.UPGRADE_MIGRATE and "time_mode: 'EventTime' -> 'ProcessingTime'" in out
     spec("2 minutes")
     code, out, err = cli("upgrade", "migrate", "service_health")
     assert code == 0, err

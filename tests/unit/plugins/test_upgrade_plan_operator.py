@@ -59,3 +59,19 @@ def test_a_verdict_fails_with_its_line_and_way_there_and_other_failures_keep_the
         op.fail(CliResult(2, "", "statekeeper: checkpoint x has no _statekeeper/job.json\n"))
     assert not isinstance(other.value, UpgradeNeeded)
     assert "statekeeper: checkpoint x has no _statekeeper/job.json (exit 2)" in str(other.value)
+
+
+def test_the_catch_up_plan_judges_the_job_as_its_run_runs_it():
+    """A service_health checkpoint written by catch-up (available-now) runs holds event-time
+    timers; planned with the spec's processing-time trigger, its second catch-up was stopped for
+    a time-mode change nobody made. The plan takes the run's trigger; the supervisor's (the
+    spec's own trigger) takes none."""
+    from statekeeper import factory
+
+    catchup = factory.catchup_dag("service_health")
+    plan, run = catchup.get_task("upgrade_plan"), catchup.get_task("catch_up")
+    assert plan.arguments()[-3:] == ["--json", "--trigger", run.trigger]
+    assert run.trigger == "available-now"
+
+    supervised = factory.supervisor_dag("service_health").get_task("upgrade_plan")
+    assert "--trigger" not in supervised.arguments()
