@@ -3,12 +3,12 @@
 
 Two tiers. The first reads every line's bytes with Jackson in the JVM (a Spark UDF,
 ``spark_jobs/io/jvm/statekeeper/ParseLine.java``, compiled at set-up): the kind's fields, and
-whether the line is "suspect" (malformed, not one object, or a field of the wrong JSON type).
-A few cheap checks of its fields then say "certainly good" (the timestamp's ISO shape and its
-cast, enums, required fields, an amount that fits, the line's length and UTF-8). Only the lines
-not certainly good are parsed a second time, to a VARIANT, where each field's JSON type is
-checked exactly and the reason named. The VARIANT check runs inside a ``CASE WHEN`` branch, so
-good lines never pay for it.
+whether the line is "suspect" (not UTF-8, malformed, not one object, a field of the wrong JSON
+type, a timestamp not of the ISO shape). A few cheap checks of its fields then say "certainly
+good" (required fields, the timestamp's cast, enums, an amount that fits, the line's length).
+Only the lines not certainly good are parsed a second time, to a VARIANT, where each field's
+JSON type is checked exactly and the reason named. The VARIANT check runs inside a ``CASE
+WHEN`` branch, so good lines never pay for it.
 
 Spark's own ``from_json`` was the first tier until it was measured: it builds a character
 reader per line (about twice the cost of Spark's JSON file reader, which hands Jackson the bytes
