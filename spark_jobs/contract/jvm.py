@@ -108,13 +108,18 @@ def _java() -> str:
     return os.path.realpath(java)
 
 
-def key() -> str:
-    """What the archive was made with: the JVM binary, pyspark's jars, the cached jars."""
-    # pyspark's files and version, without importing it: the Airflow side names the archive too
+def pyspark_jars(what: str) -> Path:
+    """The folder of the jars pyspark ships, found without importing it (the Airflow side names
+    the class archive too); ``what`` says what cannot be done without pyspark."""
     found = importlib.util.find_spec("pyspark")
     if found is None or found.origin is None:
-        raise UserError("pyspark is not installed: no JVM class archive")
-    spark_jars = sorted(p.name for p in (Path(found.origin).parent / "jars").glob("*.jar"))
+        raise UserError(f"pyspark is not installed: {what}")
+    return Path(found.origin).parent / "jars"
+
+
+def key() -> str:
+    """What the archive was made with: the JVM binary, pyspark's jars, the cached jars."""
+    spark_jars = sorted(p.name for p in pyspark_jars("no JVM class archive").glob("*.jar"))
     ours = sorted(Path(p).name for p in jar_paths())
     parts = [_java(), importlib.metadata.version("pyspark"), *spark_jars, *ours]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]

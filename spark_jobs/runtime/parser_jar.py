@@ -8,7 +8,6 @@ a temporary name and renamed, so a cut-off build or two builds at once never lea
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -18,7 +17,7 @@ from pathlib import Path
 
 from spark_jobs.contract import paths
 from spark_jobs.contract.errors import UserError
-from spark_jobs.contract.jvm import PARSER_SOURCE, parser_jar
+from spark_jobs.contract.jvm import PARSER_SOURCE, parser_jar, pyspark_jars
 
 JAVA_RELEASE = "17"  # the oldest JVM the project runs on
 
@@ -37,19 +36,13 @@ def _javac() -> str:
     return javac
 
 
-def _spark_jars() -> str:
-    found = importlib.util.find_spec("pyspark")
-    if found is None or found.origin is None:
-        raise UserError("pyspark is not installed: cannot compile the parse's JVM part")
-    return str(Path(found.origin).parent / "jars" / "*")
-
-
 def build() -> Path:
     """The parse's jar for the current source, compiled unless it exists."""
     jar = parser_jar()
     if jar.is_file():
         return jar
     source = paths.project_root() / PARSER_SOURCE
+    spark_jars = pyspark_jars("cannot compile the parse's JVM part")
     jar.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="statekeeper-parse-") as tmp:
         classes = Path(tmp) / "classes"
@@ -59,7 +52,7 @@ def build() -> Path:
                 "--release",
                 JAVA_RELEASE,
                 "-cp",
-                _spark_jars(),
+                str(spark_jars / "*"),
                 "-d",
                 str(classes),
                 str(source),
