@@ -122,8 +122,13 @@ def test_a_key_given_twice_keeps_its_last_value(spark):
     good = _line()
     last_good = good[:-1] + ', "user_id": "u2"}'
     first_good = good.replace('"user_id": "u1"', '"user_id": "u0"')[:-1] + ', "user_id": 5}'
+    # Wrong elsewhere too: the reason is that fault, not "malformed JSON" for the repeated key.
+    missing = (
+        json.dumps({k: v for k, v in GOOD.items() if k != "event_id"})[:-1] + ', "page": "/b"}'
+    )
 
-    got = _parse(spark, [last_good.encode(), first_good.encode()])
+    got = _parse(spark, [last_good.encode(), first_good.encode(), missing.encode()])
 
     assert got[0] == (None, "u2")
-    assert got[1][0] is not None
+    assert got[1][0] == "field user_id must be a string, got bigint"
+    assert got[2][0] == "missing field event_id"
