@@ -115,7 +115,9 @@ def table(results: dict[str, Any]) -> str:
             f"parse {r['events']:,} lines: alone {r['ours_seconds']} s vs Spark's JSON reader {r['native_seconds']} s, "
             f"{r['ratio_vs_native']:.2f}x; with the job's shuffle {r.get('ours_shuffled_seconds')} s vs reader + "
             f"the same shuffle {r.get('native_shuffled_seconds')} s, {r.get('ratio_vs_native_shuffled', 0):.2f}x (target <= 2x); "
-            f"Spark's from_json alone on the lines {r.get('from_json_seconds')} s, {r.get('ratio_from_json_vs_native', 0):.2f}x the reader"
+            f"Spark's from_json alone on the lines {r.get('from_json_seconds')} s, {r.get('ratio_from_json_vs_native', 0):.2f}x the reader; "
+            f"with {r.get('bad_rate', 0):.0%} bad lines {r.get('ours_bad_seconds')} s vs the reader {r.get('native_bad_seconds')} s, "
+            f"{r.get('ratio_vs_native_bad', 0):.2f}x"
         )
     for r in [*results.get("e2e", []), *([results["e2e-kafka"]] if "e2e-kafka" in results else [])]:
         lines.append(

@@ -22,15 +22,31 @@ KIND = {"sessions": "clickstream", "fraud_alerts": "auth"}
 
 
 def dataset(
-    root: Path, kind: str, events: int, keys: int, files: int | None = None, calls: int = 1
+    root: Path,
+    kind: str,
+    events: int,
+    keys: int,
+    files: int | None = None,
+    calls: int = 1,
+    bad_rate: float = 0.0,
 ) -> Path:
-    """Generated input, made once and reused by later runs (a marker says it is complete)."""
-    folder = root / "data" / f"{kind}-{events}-{keys}-{files or 0}-{calls}"
+    """Generated input, made once and reused by later runs (a marker says it is complete);
+    ``bad_rate`` of its lines spoiled as the generator spoils them."""
+    name = f"{kind}-{events}-{keys}-{files or 0}-{calls}" + (f"-bad{bad_rate}" if bad_rate else "")
+    folder = root / "data" / name
     if (folder / ".complete").exists():
         return folder
     shutil.rmtree(folder, ignore_errors=True)
     for _ in range(calls):
-        generate(kind, str(folder), events=events // calls, keys=keys, seed=6, files=files)
+        generate(
+            kind,
+            str(folder),
+            events=events // calls,
+            keys=keys,
+            seed=6,
+            files=files,
+            bad_rate=bad_rate,
+        )
     (folder / ".complete").write_text("ok")
     return folder
 
