@@ -203,12 +203,38 @@ def e2e_kafka(work: Path, events: int, keys: int, rounds: int) -> dict[str, Any]
         return _contend("sessions", where, [], topic.uri, events, keys, rounds, env)
 
 
+def _text_lines(spark: Any, where: str) -> Any:
+    """The files' lines as a run reads them: ``value`` and ``source_file``."""
+    from pyspark.sql import functions as F
+
+    return (
+        spark.read.option("pathGlobFilter", "*.json*")
+        .text(where)
+        .select("value", F.col("_metadata.file_path").alias("source_file"))
+    )
+
+
+def _json_reader(spark: Any, where: str, schema: str) -> Any:
+    """Spark's JSON reader on the files, with ``schema`` (its corrupt-record column included)."""
+    return (
+        spark.read.schema(schema)
+        .option("columnNameOfCorruptRecord", "_corrupt")
+        .option("pathGlobFilter", "*.json*")
+        .json(where)
+    )
+
+
+def _noop(df: Any) -> None:
+    """Every column of every row computed, nothing kept."""
+    df.write.format("noop").mode("overwrite").save()
+
+
 # The parse bench's share of bad lines in its second dataset (the demo lands 1 %).
 BAD_RATE = 0.01
 
 
 def parse(spark: Any, work: Path, events: int, rounds: int) -> dict[str, Any]:
-    """Two like-for-like pairs, every column of every row materialised (``noop`` sink), in one
+    """Three like-for-like pairs, every column of every row materialised (``noop`` sink), in one
     warm session, interleaved rounds (median kept):
 
     - alone: ``parse_lines`` (the first tier in the JVM, the "certainly good" checks, the exact
@@ -217,7 +243,6 @@ def parse(spark: Any, work: Path, events: int, rounds: int) -> dict[str, Any]:
     - with the shuffle: the same parse as the runner plans it (one shuffle on ``user_id``, read
       by the good and the quarantine side, one write of their union), against the reader plus
       the same shuffle on ``user_id``.
-
     - with bad lines: the first pair on other files of the same events, :data:`BAD_RATE` of them
       spoiled as the generator spoils them (every reason the contract names, at about the
       share the demo lands): those lines also take the exact tier.
@@ -246,40 +271,28 @@ def parse(spark: Any, work: Path, events: int, rounds: int) -> dict[str, Any]:
     )
 
     def lines(where: str = files) -> Any:
-        return (
-            spark.read.option("pathGlobFilter", "*.json*")
-            .text(where)
-            .select("value", F.col("_metadata.file_path").alias("source_file"))
-        )
+        return _text_lines(spark, where)
 
     def reader(where: str = files) -> Any:
-        return (
-            spark.read.schema(schema)
-            .option("columnNameOfCorruptRecord", "_corrupt")
-            .option("pathGlobFilter", "*.json*")
-            .json(where)
-        )
-
-    def noop(df: Any) -> None:
-        df.write.format("noop").mode("overwrite").save()
+        return _json_reader(spark, where, schema)
 
     def ours_shuffled() -> None:
         parsed = ev.shared(ev.parse_lines(lines(), "clickstream"), partitions, [F.col("user_id")])
         good = ev.good_events(parsed, "clickstream")
-        noop(sinks.combine(good, ev.bad_records(parsed, "job", "clickstream")))
+        _noop(sinks.combine(good, ev.bad_records(parsed, "job", "clickstream")))
 
     contenders = {
-        "ours": lambda: noop(ev.parse_lines(lines(), "clickstream")),
-        "native": lambda: noop(reader()),
+        "ours": lambda: _noop(ev.parse_lines(lines(), "clickstream")),
+        "native": lambda: _noop(reader()),
         "ours_shuffled": ours_shuffled,
-        "native_shuffled": lambda: noop(reader().repartition(partitions, "user_id")),
-        "from_json": lambda: noop(
+        "native_shuffled": lambda: _noop(reader().repartition(partitions, "user_id")),
+        "from_json": lambda: _noop(
             lines()
             .select(F.from_json("value", strings, {"columnNameOfCorruptRecord": "_c"}).alias("j"))
             .select("j.*")
         ),
-        "ours_bad": lambda: noop(ev.parse_lines(lines(str(spoiled)), "clickstream")),
-        "native_bad": lambda: noop(reader(str(spoiled))),
+        "ours_bad": lambda: _noop(ev.parse_lines(lines(str(spoiled)), "clickstream")),
+        "native_bad": lambda: _noop(reader(str(spoiled))),
     }
     contenders["native"]()  # warm-up: the file listing and the JIT, for both
     contenders["ours"]()
