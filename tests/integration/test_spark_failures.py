@@ -31,6 +31,34 @@ def test_a_query_that_fails_is_one_job_failed_line_and_is_stopped(spark, tmp_pat
     assert not spark.streams.active
 
 
+def test_a_write_refused_in_the_batchs_function_is_named_by_its_cause(spark, tmp_path):
+    """A table constraint a user added refuses a batch's MERGE. The error reaches the run as py4j's
+    "An error occurred while calling o1.execute" inside the batch function's traceback: the line
+    names Delta's condition and the constraint. The batch did not commit; without the constraint
+    the next run writes it, once."""
+    land = tmp_path / "land" / "clickstream"
+    generate("clickstream", str(land), 60, keys=3, seed=1)
+    spec = job_spec("user_counts", tmp_path)
+    run_job(spec, spark=spark)
+    out = str(tmp_path / "out")
+    most = spark.read.format("delta").load(out).agg({"total_events": "max"}).first()[0]
+    spark.sql(f"ALTER TABLE delta.`{out}` ADD CONSTRAINT capped CHECK (total_events <= {most})")
+    generate("clickstream", str(land), 60, keys=3, seed=2)
+
+    with pytest.raises(JobFailed) as err:
+        run_job(spec, spark=spark)
+
+    line = str(err.value)
+    assert "\n" not in line and len(line) <= spark_errors.LINE_LIMIT, line
+    assert line.startswith("job user_counts failed: [STREAM_FAILED] the query stopped: "), line
+    assert "DeltaInvariantViolationException: [DELTA_VIOLATE_CONSTRAINT_WITH_VALUES] CHECK " in line
+    assert f"capped (total_events <= {most})" in line and "Py4JJavaError" not in line, line
+    spark.sql(f"ALTER TABLE delta.`{out}` DROP CONSTRAINT capped")
+    run_job(spec, spark=spark)
+    totals = spark.read.format("delta").load(out).agg({"total_events": "sum"}).first()[0]
+    assert totals == 120
+
+
 def test_a_jvm_error_pyspark_does_not_convert_is_named_by_its_java_exception(spark):
     with pytest.raises(Py4JJavaError) as err:
         spark._jvm.java.util.ArrayList().get(5)

@@ -35,7 +35,7 @@ STREAM_FAILED = (
     [
         (
             StreamingQueryException(message=STREAM_FAILED),
-            "[STREAM_FAILED] Query [id = 1f, runId = 2e] terminated with exception: "
+            "[STREAM_FAILED] the query stopped: "
             "[DELTA_FAILED_TO_MERGE_FIELDS] Failed to merge fields 'total' and 'total'.",
         ),
         (
@@ -155,3 +155,54 @@ def test_a_file_spark_cannot_read_is_named_with_its_cause():
     line = str(failure(spec, _read_failed("file:///srv/tables/user_counts/part-0.parquet")))
     assert "cannot read file /srv/tables/user_counts/part-0.parquet (EOFException" in line
     assert "landing" not in line and "\n" not in line
+
+
+# A stateful step's Python worker failing while the batch's function counts the batch: the JVM's
+# stage failure reaches that function as py4j's error, inside the foreachBatch wrapper's trace.
+IN_BATCH_FUNCTION = (
+    "[STREAM_FAILED] Query [id = 1f, runId = 2e] terminated with exception: "
+    "[FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred in the user provided function in "
+    "foreach batch sink. Reason: An exception was raised by the Python Proxy. Return Message: "
+    "Traceback (most recent call last):\n"
+    + '  File "/srv/spark_jobs/io/sinks.py", line 190, in write_batch\n    counts = x\n'
+    * 20
+    + "py4j.protocol.Py4JJavaError: An error occurred while calling o1044.collectToPython.\n"
+    ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 1 in stage 16.0 "
+    "failed 1 times, most recent failure: Lost task 1.0 in stage 16.0 (TID 29) (192.0.2.2 "
+    "executor driver): org.apache.spark.api.python.PythonException: Traceback (most recent call "
+    "last):\n"
+    + '  File "/opt/spark/python/pyspark/worker.py", line 1, in main\n    process()\n' * 60
+    + "ValueError: state of key 'u7' is not a bucket\n"
+    + "\tat org.apache.spark.api.python.BasePythonRunner.handlePythonException(x.scala:1)\n" * 40
+    + "\n=== Streaming Query ===\nIdentifier: user_counts [id = 1f, runId = 2e]\n"
+)
+
+
+def test_a_worker_failing_under_the_batch_function_is_named_through_both_wrappers():
+    line = str(failure(load_spec("user_counts"), StreamingQueryException(IN_BATCH_FUNCTION)))
+    assert "\n" not in line and len(line) <= 300, (len(line), line)
+    assert line.startswith(
+        "job user_counts failed: [STREAM_FAILED] the query stopped: "
+        "[FOREACH_BATCH_USER_FUNCTION_ERROR] in the batch's function: SparkException: "
+        "a task failed: org.apache.spark.api.python.PythonException: "
+    ), line
+    assert line.endswith("ValueError: state of key 'u7' is not a bucket"), line
+
+
+def test_a_jvm_error_on_the_wrappers_own_line_is_named_with_its_message():
+    # Spark 4.2 also puts py4j's line on the wrapper's own line, the JVM error on the next.
+    exc = StreamingQueryException(
+        message="[STREAM_FAILED] Query [id = 1f, runId = 2e] terminated with exception: "
+        "[FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred in the user provided function in "
+        "foreach batch sink. Reason: py4j.protocol.Py4JJavaError: An error occurred while "
+        "calling o470.execute.\n: io.delta.exceptions.ConcurrentDeleteReadException: "
+        "[DELTA_CONCURRENT_DELETE_READ] This transaction attempted to read one or more files "
+        "that were deleted\n\tat x.y(z:1)\n"
+    )
+    line = str(failure(load_spec("user_counts"), exc))
+    assert line == (
+        "job user_counts failed: [STREAM_FAILED] the query stopped: "
+        "[FOREACH_BATCH_USER_FUNCTION_ERROR] in the batch's function: "
+        "ConcurrentDeleteReadException: [DELTA_CONCURRENT_DELETE_READ] This transaction "
+        "attempted to read one or more files that were deleted"
+    ), line
