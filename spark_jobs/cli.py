@@ -203,8 +203,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from spark_jobs.eventlog import who
 
     who.remember(argv)  # the event log's rows name the command that wrote them
+    command = "command"
     try:
         args = build_parser().parse_args(argv)
+        command = args.command
         return int(args.func(args) or 0)
     except UserError as exc:
         print(f"statekeeper: {exc}", file=sys.stderr)
@@ -212,3 +214,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("statekeeper: interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
+    except Exception as exc:
+        line = _spark_failure(f"{command} failed: ", exc)
+        if line is None:
+            raise  # not Spark's: a bug of ours, with its traceback
+        print(f"statekeeper: {line}", file=sys.stderr)
+        return ExitCode.JOB_FAILED
+
+
+def _spark_failure(head: str, exc: Exception) -> str | None:
+    """One line for an error Spark raised under a command other than ``run`` (which says its own):
+    a publish's MERGE refused by a constraint on the live table, a table's files gone under
+    ``table maintain``. None for any other error. The whole trace is in Spark's log."""
+    if "pyspark" not in sys.modules:  # no Spark was started, so it is not Spark's
+        return None
+    from spark_jobs.runtime import spark_errors
+
+    if not isinstance(exc, spark_errors.SPARK_ERRORS):
+        return None
+    return head + spark_errors.reason(exc, spark_errors.LINE_LIMIT - len(head))

@@ -138,7 +138,7 @@ def reason(exc: BaseException, limit: int = LINE_LIMIT) -> str:
     if isinstance(exc, Py4JJavaError):
         # Its own text only names the call ("An error occurred while calling o42.x"); the
         # JVM exception's says what went wrong.
-        text = str(exc.java_exception.toString())
+        text = _PACKAGE.sub("", str(exc.java_exception.toString()))
     else:
         text = str(exc)
     return _one_line(text.splitlines(), limit) or type(exc).__name__

@@ -63,7 +63,7 @@ def test_a_jvm_error_pyspark_does_not_convert_is_named_by_its_java_exception(spa
     with pytest.raises(Py4JJavaError) as err:
         spark._jvm.java.util.ArrayList().get(5)
     assert isinstance(err.value, spark_errors.SPARK_ERRORS)
-    assert spark_errors.reason(err.value).startswith("java.lang.IndexOutOfBoundsException")
+    assert spark_errors.reason(err.value).startswith("IndexOutOfBoundsException: ")
 
 
 def test_a_table_without_a_change_feed_is_validated_whole(spark, tmp_path):
