@@ -59,7 +59,7 @@ def read_slice(
 ) -> Slice | None:
     """The rows to validate, or None when no version was written since ``last_version``."""
     if not delta.exists(uri):
-        raise UserError(f"no Delta table at {uri}; run the job first or pass --table URI")
+        raise UserError(f"no Delta table at {uri}; run the job first or pass --output URI")
     version = current_version(uri)
     snapshot = spark.read.format("delta").option("versionAsOf", version).load(uri)
     if full or last_version is None:

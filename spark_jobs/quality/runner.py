@@ -43,7 +43,7 @@ def run_quality(
     uri = table.rstrip("/") if table else spec.output
     if not delta.exists(uri):
         raise UserError(
-            f"no Delta table at {uri}; run `python -m spark_jobs run {spec.name}` first or pass --table URI"
+            f"no Delta table at {uri}; run `python -m spark_jobs run {spec.name}` first or pass --output URI"
         )
     run_time = datetime.now()
     run_id = gx_run.run_name(run_time)
