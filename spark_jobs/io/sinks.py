@@ -189,6 +189,13 @@ def make_batch_writer(
             else []
         )
         output_exists = delta_log.exists(output)
+        if output_exists:
+            cache["had_output"] = output
+        elif "had_output" in cache:  # removed under the running query: not begun anew in silence
+            raise RuntimeError(
+                f"output table {output} was removed while job {name} ran; its next run says "
+                "what to do (docs/checkpoints.md)"
+            )
         # Computed once: the stateful operators run in the one pass that fills the cache.
         batch.persist()
         try:
@@ -214,6 +221,7 @@ def make_batch_writer(
                     )
                 )
             side_by_side(batch.sparkSession, writes)
+            cache["had_output"] = output  # there now, whether it was or this batch made it
             if counts["_metrics"] or has_keys:
                 if batch_id != held["batch"]:  # the same batch again starts where it started
                     held["batch"], held["base"] = batch_id, held["total"]

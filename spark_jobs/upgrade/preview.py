@@ -224,6 +224,8 @@ def _bind_shadow(target: Target, ck: str, table: str) -> None:
     record["fingerprint"] = fingerprint(target.spec)
     record[binding.DECLARATION] = definition(target.job).declaration()
     record[binding.TABLES] = {"output": table, "quarantine": paths.quarantine_table(table)}
+    # the shadow tables get the batches after the snapshot's, never the live table's earlier ones
+    record[binding.TABLES_SINCE] = binding.last_commit(ck)
     binding.write_binding(ck, record)
 
 

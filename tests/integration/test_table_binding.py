@@ -2,6 +2,9 @@
 
 - a committed checkpoint run into another ``--output`` is refused in one line (its pending input
   would go there and the bound table would never get it), unless ``--rebind-tables`` says so;
+- a committed checkpoint whose table was removed is refused too (a run would start a table
+  without the committed batches' rows), unless ``--rebind-tables`` starts a new one there; a
+  table removed under a running query fails its next batch;
 - restore and rollback of a checkpoint that writes a non-default ``--output`` put back that
   table, not the spec's: re-run, the table equals a reference run and the spec's table is
   never made.
@@ -9,6 +12,7 @@
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -157,3 +161,45 @@ def test_rollback_puts_back_the_bound_table_not_the_specs(spark, tmp_path, refer
     assert done["tables_from"] == "binding"
     assert {q["table"] for q in done["queries"]} == {spec.output, spec.quarantine}
     assert any(q["table_version"] is not None for q in done["queries"])
+
+
+def test_a_committed_checkpoints_removed_table_is_refused_unless_rebound(
+    spark, tmp_path, reference
+):
+    """Someone removed the table the checkpoint filled: the next run is refused (exit 4, one
+    line) and makes no table; with --rebind-tables a new table there gets the next batches, and
+    the table as it was plus the new one hold every row once. The run after needs no flag."""
+    a = tmp_path / "data" / "tables" / "a"
+    write_part(tmp_path / "land", 0)
+    spec = spec_for(tmp_path, a)
+    run_job(spec, spark=spark)
+    before = table_rows(spark, str(a))
+    shutil.rmtree(a)
+    write_part(tmp_path / "land", 1)
+
+    with pytest.raises(UserError) as refused:
+        run_job(spec, spark=spark)
+    line = str(refused.value)
+    assert refused.value.exit_code == ExitCode.UNSAFE and len(line.splitlines()) == 1
+    assert f"output table {a} is gone" in line and "--rebind-tables" in line
+    assert not a.exists()
+
+    run_job(spec, spark=spark, rebind_tables=True)
+    assert sorted(before + table_rows(spark, str(a))) == reference[0]
+    run_job(spec, spark=spark)  # bound anew: nothing to say
+
+
+def test_a_table_removed_under_a_running_query_fails_its_next_batch(spark, tmp_path):
+    from spark_jobs.io import sinks
+
+    ck, out = tmp_path / "ckpt", tmp_path / "out"
+    ck.mkdir()
+    (ck / "metadata").write_text('{"id": "q-1"}\n')
+    write = sinks.make_batch_writer(str(out), str(out / "_quarantine"), str(ck), "j", ["n"])
+    batch = spark.createDataFrame([(1, None)], "n int, _quarantine struct<raw_line: string>")
+    write(batch, 0)
+    assert delta.exists(str(out))
+    shutil.rmtree(out)
+    with pytest.raises(RuntimeError, match=f"output table {out} was removed while job j ran"):
+        write(batch, 1)
+    assert not out.exists()

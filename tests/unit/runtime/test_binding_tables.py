@@ -87,3 +87,57 @@ def test_a_write_cut_short_leaves_the_previous_binding_whole(tmp_path):
     assert (ck / "_statekeeper" / "job.json").read_text() == before
     assert binding.read_binding(str(ck))["fingerprint"]["shuffle_partitions"] == 4
     assert [p.name for p in (ck / "_statekeeper").iterdir()] == ["job.json"]  # no temp left
+
+
+def commit(ck, batch: int) -> None:
+    (ck / "commits").mkdir(parents=True, exist_ok=True)
+    (ck / "commits" / str(batch)).write_text("v1\n{}\n")
+
+
+def test_an_output_table_gone_after_a_committed_batch_is_refused_unless_rebound(tmp_path):
+    """The bound output holds what batches committed after the binding wrote: when its folder is
+    gone, a run would start a table without those rows. Gone before any such batch (a run cut
+    short before its first commit) is no loss; a rebind starts a new table there."""
+    ck, out = tmp_path / "ckpt", tmp_path / "out"
+    mine = {"output": str(out), "quarantine": str(out / "_quarantine")}
+    binding.bind_tables(str(ck), mine)
+    assert binding.read_binding(str(ck))[binding.TABLES_SINCE] == -1
+    binding.check_output_present(str(ck), str(out))  # nothing committed: no table is owed
+
+    commit_a_batch(ck)
+    commit(ck, 0)
+    (out / "_delta_log").mkdir(parents=True)
+    binding.check_output_present(str(ck), str(out))  # there: fine
+    (out / "_delta_log").rmdir()
+    with pytest.raises(UserError) as refused:
+        binding.check_output_present(str(ck), str(out))
+    line = str(refused.value)
+    assert refused.value.exit_code == ExitCode.UNSAFE and len(line.splitlines()) == 1
+    assert f"output table {out} is gone" in line and "batches 0..0" in line
+    assert binding.REBIND_FLAG in line and "--checkpoint" in line
+
+    binding.check_output_present(str(ck), str(out), rebind=True)
+    binding.bind_tables(str(ck), mine, rebind=True)
+    record = binding.read_binding(str(ck))
+    assert record[binding.TABLES_SINCE] == 0 and record["rebinds"][0]["to"] == mine
+    binding.check_output_present(str(ck), str(out))  # no batch since the rebind yet
+
+
+def test_a_binding_of_an_earlier_release_learns_when_its_table_is_there(tmp_path):
+    ck, out = tmp_path / "ckpt", tmp_path / "out"
+    mine = {"output": str(out), "quarantine": str(out / "_quarantine")}
+    commit_a_batch(ck)
+    commit(ck, 3)
+    (ck / "_statekeeper").mkdir()
+    (ck / "_statekeeper" / "job.json").write_text(json.dumps({binding.TABLES: mine}))
+    binding.check_output_present(str(ck), str(out))  # when the table went is unknown: no claim
+    binding.bind_tables(str(ck), mine)
+    assert binding.TABLES_SINCE not in binding.read_binding(str(ck))  # not there: still unknown
+
+    (out / "_delta_log").mkdir(parents=True)
+    binding.bind_tables(str(ck), mine)
+    assert binding.read_binding(str(ck))[binding.TABLES_SINCE] == 3
+    commit(ck, 4)
+    (out / "_delta_log").rmdir()
+    with pytest.raises(UserError, match="batches 4..4"):
+        binding.check_output_present(str(ck), str(out))
