@@ -29,8 +29,8 @@ from spark_jobs.contract.errors import ExitCode, UserError
 TABLES = "tables"  # the record's field: {"output": URI, "quarantine": URI}
 # The record's field: the last batch the checkpoint had committed when it was bound to its tables
 # (-1 at its first run). A batch committed after it wrote the output table, which must then be
-# there (:func:`check_output_present`). Absent in a record bound by an earlier release, or by
-# ``upgrade preview``: then nothing is assumed.
+# there (:func:`check_output_present`). Absent in a record bound by an earlier release: then
+# nothing is assumed until a run finds the table (:func:`bind_tables`).
 TABLES_SINCE = "tables_since_batch"
 UPGRADES = "upgrades"  # the record's field: the changes ``upgrade migrate`` accepted, in order
 DECLARATION = "declaration"  # the record's field: JobDef.declaration() (the state's key)
