@@ -189,9 +189,8 @@ def make_batch_writer(
             else []
         )
         output_exists = delta_log.exists(output)
-        if output_exists:
-            cache["had_output"] = output
-        elif "had_output" in cache:  # removed under the running query: not begun anew in silence
+        # removed under the running query (an earlier batch left it there): not begun anew
+        if not output_exists and "had_output" in cache:
             raise RuntimeError(
                 f"output table {output} was removed while job {name} ran; its next run says "
                 "what to do (docs/checkpoints.md)"

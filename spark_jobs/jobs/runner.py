@@ -152,7 +152,6 @@ def precheck(
         job.comparable_params,
     )
     tables = {"output": spec.output, "quarantine": spec.quarantine}
-    binding.check_output_present(spec.checkpoint, spec.output, rebind=rebind_tables)
     binding.bind_tables(spec.checkpoint, tables, rebind=rebind_tables)
     binding.record_inputs(spec.checkpoint, dict(spec.inputs))
     return layout

@@ -29,8 +29,8 @@ from spark_jobs.contract.errors import ExitCode, UserError
 TABLES = "tables"  # the record's field: {"output": URI, "quarantine": URI}
 # The record's field: the last batch the checkpoint had committed when it was bound to its tables
 # (-1 at its first run). A batch committed after it wrote the output table, which must then be
-# there (:func:`check_output_present`). Absent in a record bound by an earlier release: then
-# nothing is assumed until a run finds the table (:func:`bind_tables`).
+# there (:func:`bind_tables`). Absent in a record bound by an earlier release: then nothing is
+# assumed until a run finds the table.
 TABLES_SINCE = "tables_since_batch"
 UPGRADES = "upgrades"  # the record's field: the changes ``upgrade migrate`` accepted, in order
 DECLARATION = "declaration"  # the record's field: JobDef.declaration() (the state's key)
@@ -193,48 +193,30 @@ def last_commit(checkpoint: str) -> int:
     return max((int(n) for n in names if n.isdigit()), default=-1)
 
 
-def check_output_present(checkpoint: str, output: str, rebind: bool = False) -> None:
-    """Refuse (exit 4) to run a checkpoint whose output table is gone although a batch committed
-    after the binding wrote it: the run would start a new table without those rows, and an
-    upsert job's totals would count from zero, in silence. ``rebind`` accepts a new table there
-    (the binding then records it, as any rebind)."""
-    from spark_jobs.contract import delta
-
-    record = read_binding(checkpoint) or {}
-    since, bound = record.get(TABLES_SINCE), bound_tables(checkpoint)
-    if rebind or not isinstance(since, int) or bound is None:
-        return
-    if not same_table(bound["output"], output) or delta.exists(output):
-        return
-    last = last_commit(checkpoint)
-    if last > since:
-        raise UserError(
-            f"output table {output} is gone, yet checkpoint {checkpoint} committed batches "
-            f"{since + 1}..{last} into it: a run would start a new table without their rows; "
-            f"put the table back at that path (from a backup), or rebuild it with a new "
-            f"--checkpoint (reads all input again), or pass {REBIND_FLAG} to start a new table "
-            "there from this checkpoint's next batch (docs/checkpoints.md)",
-            exit_code=ExitCode.UNSAFE,
-        )
-
-
 def bind_tables(checkpoint: str, tables: dict[str, str], rebind: bool = False) -> None:
-    """Refuse to run a committed checkpoint into other tables than it is bound to (unless
-    ``rebind``); record ``tables`` at its first run, when an older binding has none, or on a
-    rebind (kept in the record's ``rebinds`` history), with the last batch committed before
-    (:data:`TABLES_SINCE`). A rebind to the same tables records a new table where the bound
-    output was gone (:func:`check_output_present`)."""
+    """Refuse to run a committed checkpoint into other tables than it is bound to, or into its
+    bound output when that table is gone although a batch committed after the binding wrote it
+    (the run would start a new table without those rows, and an upsert job's totals would count
+    from zero, in silence), unless ``rebind``. Record ``tables`` at its first run, when an older
+    binding has none, or on a rebind (kept in the record's ``rebinds`` history; a rebind to the
+    same tables starts a new table where the bound output was gone), with the last batch
+    committed before (:data:`TABLES_SINCE`)."""
     from spark_jobs.contract import delta
 
     record = read_binding(checkpoint) or {}
     bound = bound_tables(checkpoint)
-    same = bound is not None and _same_tables(bound, tables)
-    if same and not (rebind and not delta.exists(tables["output"])):
-        if TABLES_SINCE not in record and delta.exists(tables["output"]):
-            # bound by an earlier release: the table is there now, so later batches must find it
-            record[TABLES_SINCE] = last_commit(checkpoint)
-            write_binding(checkpoint, record)
-        return
+    if bound is not None and _same_tables(bound, tables):
+        if delta.exists(tables["output"]):
+            if TABLES_SINCE not in record:
+                # bound by an earlier release: the table is there now, so later batches find it
+                record[TABLES_SINCE] = last_commit(checkpoint)
+                write_binding(checkpoint, record)
+            return
+        if not rebind:
+            since, last = record.get(TABLES_SINCE), last_commit(checkpoint)
+            if isinstance(since, int) and last > since:
+                raise _gone(checkpoint, tables["output"], since, last)
+            return  # no batch owes it rows yet: the run makes it
     committed = has_state(checkpoint)
     if bound is not None and committed:
         if not rebind:
@@ -249,6 +231,17 @@ def bind_tables(checkpoint: str, tables: dict[str, str], rebind: bool = False) -
     record[TABLES] = dict(tables)
     record[TABLES_SINCE] = last_commit(checkpoint)
     write_binding(checkpoint, record)
+
+
+def _gone(checkpoint: str, output: str, since: int, last: int) -> UserError:
+    return UserError(
+        f"output table {output} is gone, yet checkpoint {checkpoint} committed batches "
+        f"{since + 1}..{last} into it: a run would start a new table without their rows; "
+        f"put the table back at that path (from a backup), or rebuild it with a new "
+        f"--checkpoint (reads all input again), or pass {REBIND_FLAG} to start a new table "
+        "there from this checkpoint's next batch (docs/checkpoints.md)",
+        exit_code=ExitCode.UNSAFE,
+    )
 
 
 def _same_tables(a: dict[str, str], b: dict[str, str]) -> bool:

@@ -102,25 +102,24 @@ def test_an_output_table_gone_after_a_committed_batch_is_refused_unless_rebound(
     mine = {"output": str(out), "quarantine": str(out / "_quarantine")}
     binding.bind_tables(str(ck), mine)
     assert binding.read_binding(str(ck))[binding.TABLES_SINCE] == -1
-    binding.check_output_present(str(ck), str(out))  # nothing committed: no table is owed
+    binding.bind_tables(str(ck), mine)  # nothing committed: no table is owed
 
     commit_a_batch(ck)
     commit(ck, 0)
     (out / "_delta_log").mkdir(parents=True)
-    binding.check_output_present(str(ck), str(out))  # there: fine
+    binding.bind_tables(str(ck), mine)  # there: fine
     (out / "_delta_log").rmdir()
     with pytest.raises(UserError) as refused:
-        binding.check_output_present(str(ck), str(out))
+        binding.bind_tables(str(ck), mine)
     line = str(refused.value)
     assert refused.value.exit_code == ExitCode.UNSAFE and len(line.splitlines()) == 1
     assert f"output table {out} is gone" in line and "batches 0..0" in line
     assert binding.REBIND_FLAG in line and "--checkpoint" in line
 
-    binding.check_output_present(str(ck), str(out), rebind=True)
     binding.bind_tables(str(ck), mine, rebind=True)
     record = binding.read_binding(str(ck))
     assert record[binding.TABLES_SINCE] == 0 and record["rebinds"][0]["to"] == mine
-    binding.check_output_present(str(ck), str(out))  # no batch since the rebind yet
+    binding.bind_tables(str(ck), mine)  # no batch since the rebind yet
 
 
 def test_a_binding_of_an_earlier_release_learns_when_its_table_is_there(tmp_path):
@@ -130,8 +129,7 @@ def test_a_binding_of_an_earlier_release_learns_when_its_table_is_there(tmp_path
     commit(ck, 3)
     (ck / "_statekeeper").mkdir()
     (ck / "_statekeeper" / "job.json").write_text(json.dumps({binding.TABLES: mine}))
-    binding.check_output_present(str(ck), str(out))  # when the table went is unknown: no claim
-    binding.bind_tables(str(ck), mine)
+    binding.bind_tables(str(ck), mine)  # when the table went is unknown: no claim
     assert binding.TABLES_SINCE not in binding.read_binding(str(ck))  # not there: still unknown
 
     (out / "_delta_log").mkdir(parents=True)
@@ -140,4 +138,4 @@ def test_a_binding_of_an_earlier_release_learns_when_its_table_is_there(tmp_path
     commit(ck, 4)
     (out / "_delta_log").rmdir()
     with pytest.raises(UserError, match="batches 4..4"):
-        binding.check_output_present(str(ck), str(out))
+        binding.bind_tables(str(ck), mine)
