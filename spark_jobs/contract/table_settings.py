@@ -7,6 +7,8 @@ defaults.*``, :func:`session_defaults`) and ``table maintain`` applies them to e
 
 from __future__ import annotations
 
+import re
+
 TABLE_PROPERTIES: dict[str, str] = {
     # A Delta checkpoint every 10 commits: a reader replays at most 10 JSON commits, and the
     # log's clean-up (which runs when a checkpoint is written) gets its chance every 10 batches.
@@ -27,6 +29,9 @@ TABLE_PROPERTIES: dict[str, str] = {
 # stopped job's replayed batch would then be written twice (``table maintain`` unsets it).
 FORBIDDEN_PROPERTIES = ("delta.setTransactionRetentionDuration",)
 RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"
+# Delta's own default for delta.deletedFileRetentionDuration: VACUUM refuses less unless told, and
+# time travel (a restore, a quality run's read of the versions since its last) no further back.
+DELTA_DEFAULT_RETENTION = 7 * 86400.0
 SESSION_DEFAULTS_PREFIX = "spark.databricks.delta.properties.defaults."
 
 
@@ -44,3 +49,26 @@ def session_defaults(retention_seconds: float | None = None) -> dict[str, str]:
     """Spark confs that give every table the session creates these properties."""
     props = TABLE_PROPERTIES if retention_seconds is None else table_properties(retention_seconds)
     return {SESSION_DEFAULTS_PREFIX + k.removeprefix("delta."): v for k, v in props.items()}
+
+
+_UNITS = {
+    "second": 1,
+    "seconds": 1,
+    "minute": 60,
+    "minutes": 60,
+    "hour": 3600,
+    "hours": 3600,
+    "day": 86400,
+    "days": 86400,
+    "week": 604800,
+    "weeks": 604800,
+}
+_INTERVAL = re.compile(r"^\s*interval\s+(\d+(?:\.\d+)?)\s+([a-z]+)\s*$", re.IGNORECASE)
+
+
+def interval_seconds(text: str | None) -> float | None:
+    """Seconds of a Delta interval property (``interval 7 days``); None when unset or unread."""
+    m = _INTERVAL.match(text or "")
+    if not m or m.group(2).lower() not in _UNITS:
+        return None
+    return float(m.group(1)) * _UNITS[m.group(2).lower()]

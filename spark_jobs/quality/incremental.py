@@ -7,21 +7,33 @@
 - upserted tables (``output_mode: update``): the current rows of the keys touched in those
   versions, so "one row per key" is checked against the whole table;
 - full mode (``--full``, the first run, or a table without a change feed): the table at its
-  current version.
+  current version; also when the versions since the last run are past the table's retention
+  (:func:`past_retention`).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from spark_jobs.contract import delta
 from spark_jobs.contract.errors import UserError
+from spark_jobs.contract.table_settings import (
+    DELTA_DEFAULT_RETENTION,
+    RETENTION_PROPERTY,
+    interval_seconds,
+)
 
 CDF_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 NEW_ROW_TYPES = ("insert", "update_postimage")
 # Delta's error condition for a change feed read over versions written without one.
 MISSING_CHANGE_DATA = "DELTA_MISSING_CHANGE_DATA"
+# The slices' mode when the versions since the last run could not be read (past_retention).
+PAST_RETENTION = "past retention"
+# A version this close to the table's retention is not read in place: a VACUUM may run while the
+# checks do (at most half of a retention of seconds, as tests set).
+RETENTION_MARGIN = 3600.0
 
 
 @dataclass
@@ -47,6 +59,43 @@ def current_version(uri: str) -> int:
     if version is None:
         raise UserError(f"the Delta table at {uri} has no commits; run the job first")
     return version
+
+
+def past_retention(uri: str, last_version: int, now: float | None = None) -> str | None:
+    """Why the versions after ``last_version`` can no longer be read as they were written (one
+    line), else None.
+
+    A run reads them through the change feed and, for an append table, the table as of
+    ``last_version``. Delta refuses to time-travel further back than the table's
+    ``delta.deletedFileRetentionDuration``, a VACUUM may have deleted those versions' files, and
+    the log keeps commits for ``delta.logRetentionDuration`` only. A quality run that lagged that
+    long (a paused DAG, a holiday) validates the whole table instead of failing every time after.
+    """
+    commit = delta.commit(uri, last_version)
+    if commit is None:
+        return f"version {last_version} of {uri} is no longer in its log"
+    written_ms = commit.info.get("inCommitTimestamp") or commit.info.get("timestamp")
+    if written_ms is None:
+        return None
+    from deltalake import DeltaTable
+
+    configured = DeltaTable(uri).metadata().configuration.get(RETENTION_PROPERTY)
+    retention = interval_seconds(configured) or DELTA_DEFAULT_RETENTION
+    age = (time.time() if now is None else now) - float(written_ms) / 1000.0
+    if age <= retention - min(RETENTION_MARGIN, retention / 2):
+        return None
+    kept = configured or "Delta's default of 7 days"
+    return (
+        f"version {last_version} of {uri} was written {_age(age)} ago, near or past the table's "
+        f"file retention ({kept}), after which VACUUM may delete its files"
+    )
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("days", 86400), ("hours", 3600)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} seconds"
 
 
 def read_slice(

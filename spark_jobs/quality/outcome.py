@@ -26,6 +26,10 @@ class QualityResult:
     seconds: float = 0.0
     engine: str = ""
 
+    def add_note(self, text: str) -> None:
+        """Add ``text`` to the run's note (notes are joined with ``; ``)."""
+        self.note = f"{self.note}; {text}" if self.note else text
+
     @property
     def failures(self) -> list[results.ResultRow]:
         return [r for r in self.rows if r.status == "fail"]

@@ -16,7 +16,7 @@ from typing import Any
 from spark_jobs.contract import delta, paths
 from spark_jobs.contract.errors import UserError
 from spark_jobs.jobs import definition
-from spark_jobs.quality import engines, gx_run, parameters, results
+from spark_jobs.quality import engines, gx_run, incremental, parameters, results
 from spark_jobs.quality.incremental import Slice
 from spark_jobs.quality.outcome import QualityResult
 from spark_jobs.quality.suites import QUARANTINE, TABLE, Check, Suite, load_suite
@@ -52,19 +52,25 @@ def run_quality(
     quarantine_uri = paths.join(uri, paths.QUARANTINE_TABLE)
     last_main = history.last_version(uri, suite.name)
     last_quar = history.last_version(quarantine_uri, suite.quarantine_name)
+    expired = None if full else _past_retention(((uri, last_main), (quarantine_uri, last_quar)))
+    if expired:
+        full, out.note = True, f"{expired}: validated the whole table and its quarantine"
     out.engine = engines.choose(engine, spec, ((uri, last_main), (quarantine_uri, last_quar)), full)
     eng = engines.make(out.engine, spark, spec.name)
     keys, upsert = definition(spec.name).keys, spec.output_mode == "update"
     main = eng.read_slice(uri, last_main, keys, upsert, full)
     quar = engines.quarantine_slice(eng, quarantine_uri, last_quar, full)
+    for sl in (main, quar) if expired else ():
+        if sl is not None:
+            sl.mode = incremental.PAST_RETENTION
     if quar is None:
-        out.note = f"no quarantine table at {quarantine_uri}: quarantine checks skipped"
+        out.add_note(f"no quarantine table at {quarantine_uri}: quarantine checks skipped")
     if main is None and (quar is None or quar.mode == "nothing new"):
         out.note = f"nothing written since version {last_main}: nothing to validate"
         out.seconds = round(time.time() - started, 2)
         return out
     if quar is not None and quar.mode == "nothing new":
-        out.note = f"nothing quarantined since version {quar.version_to}: quarantine rate 0"
+        out.add_note(f"nothing quarantined since version {quar.version_to}: quarantine rate 0")
     params = parameters.compute(spec, suite, history, uri, quarantine_uri, full)
     ctx = gx_run.context(uri)
     stamp = {"run_id": run_id, "run_time": run_time, "job": spec.name}
@@ -86,11 +92,22 @@ def run_quality(
         )
     out.docs = gx_run.docs_url(ctx)
     if docs_errors:  # the checks ran and their rows are kept; only a page is missing
-        missing = f"Data Docs incomplete, GX could not render: {'; '.join(docs_errors)}"
-        out.note = f"{out.note}; {missing}" if out.note else missing
+        out.add_note(f"Data Docs incomplete, GX could not render: {'; '.join(docs_errors)}")
     results.append(uri, out.rows)
     out.seconds = round(time.time() - started, 2)
     return out
+
+
+def _past_retention(tables: tuple[tuple[str, int | None], ...]) -> str | None:
+    """Why some table's versions since its last validated one cannot be read any more, or None."""
+    for uri, last in tables:
+        if (
+            last is not None
+            and delta.exists(uri)
+            and (why := incremental.past_retention(uri, last))
+        ):
+            return why
+    return None
 
 
 def _batches(

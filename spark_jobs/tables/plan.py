@@ -11,43 +11,20 @@ oldest snapshot's age (measured from that instant) keeps every snapshot restorab
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from spark_jobs.contract import table_settings as tables
+from spark_jobs.contract.table_settings import DELTA_DEFAULT_RETENTION, interval_seconds
 
-# Delta's own default for delta.deletedFileRetentionDuration: VACUUM refuses less unless told.
-DELTA_DEFAULT_RETENTION = 7 * 86400.0
 # Clocks of the writer (tombstone times) and of this host may differ by this much.
 CLOCK_SLACK = 60.0
 # Delta refuses to time-travel (so to RESTORE) further back than the table's
 # delta.deletedFileRetentionDuration, and the oldest snapshot keeps ageing after a maintenance:
 # its floor covers it until the next (daily by default) maintenance raises it again.
 RESTORE_GRACE = 86400.0
-_UNITS = {
-    "second": 1,
-    "seconds": 1,
-    "minute": 60,
-    "minutes": 60,
-    "hour": 3600,
-    "hours": 3600,
-    "day": 86400,
-    "days": 86400,
-    "week": 604800,
-    "weeks": 604800,
-}
-_INTERVAL = re.compile(r"^\s*interval\s+(\d+(?:\.\d+)?)\s+([a-z]+)\s*$", re.IGNORECASE)
-
-
-def interval_seconds(text: str | None) -> float | None:
-    """Seconds of a Delta interval property (``interval 7 days``); None when unset or unread."""
-    m = _INTERVAL.match(text or "")
-    if not m or m.group(2).lower() not in _UNITS:
-        return None
-    return float(m.group(1)) * _UNITS[m.group(2).lower()]
 
 
 def snapshot_time(manifest: Mapping[str, Any]) -> float:

@@ -9,6 +9,7 @@ read deletion vectors: such a table goes to Spark on ``auto`` and is refused on 
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -113,3 +114,61 @@ def _first_key(job: str) -> str:
 
 def _first_key_of_row_5(job: str) -> str:
     return str(clean_row(job, 5)[_first_key(job)])
+
+
+def test_versions_past_the_retention_and_vacuumed_are_validated_whole(spark, tmp_path):
+    """A quality run that lagged past the table's file retention (a paused DAG) while a
+    compaction and a VACUUM deleted the files of the versions since its last run: both engines
+    failed every run after on files gone (``Cannot time travel beyond
+    delta.deletedFileRetentionDuration``, ``Object ... not found``). Now they validate the whole
+    table and say why, and the next run within the retention is incremental again."""
+    from delta.tables import DeltaTable
+
+    from spark_jobs.contract.table_settings import RETENTION_PROPERTY
+    from spark_jobs.quality.incremental import PAST_RETENTION
+    from spark_jobs.tables.vacuum import data_files
+
+    job = "sessions"
+    rows, expected = DEFECTS[job]
+    log_progress(tmp_path / "ck", read=200, watermark=minutes(60))
+
+    def set_retention(table: Path, interval: str) -> None:
+        spark.sql(
+            f"ALTER TABLE delta.`{table}` SET TBLPROPERTIES ('{RETENTION_PROPERTY}' = '{interval}')"
+        )
+
+    first = tmp_path / "pandas" / job
+    write(spark, job, first, [clean_row(job, i) for i in range(10)])
+    set_retention(first, "interval 1 seconds")
+    shutil.copytree(first, tmp_path / "spark" / job)
+    assert both(tmp_path, job)[0][2][0][2] == "first run"
+
+    tables = [tmp_path / engine / job for engine in ("pandas", "spark")]
+    for table in tables:
+        write(spark, job, table, [{**clean_row(job, 20 + i), **d} for i, d in enumerate(rows)])
+        spark.sql(f"OPTIMIZE delta.`{table}`")  # the two versions' files are replaced...
+    time.sleep(2.0)
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    try:
+        for table in tables:  # ...and deleted
+            DeltaTable.forPath(spark, str(table)).vacuum(0)
+            assert len(data_files(str(table))) == 1  # the compacted file alone
+    finally:
+        spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    results = {}
+    for engine, table in zip(("pandas", "spark"), tables, strict=True):
+        spec = load_spec(job).with_overrides(output=str(table), checkpoint=str(tmp_path / "ck"))
+        res = run_quality(spec, engine=engine)
+        assert "past the table's file retention (interval 1 seconds)" in res.note, res.note
+        assert "validated the whole table" in res.note
+        results[engine] = verdicts(res)
+    assert results["pandas"] == results["spark"]
+    ((suite, versions, mode, count),) = results["pandas"][2]
+    assert (mode, count) == (PAST_RETENTION, 10 + len(rows)) and versions.startswith("0..")
+    assert {c: s for c, s, _, _ in results["pandas"][3] if s != "pass"}.items() >= expected.items()
+
+    for table in tables:  # a retention long enough again: the next run reads only what is new
+        set_retention(table, "interval 1 days")
+        write(spark, job, table, [clean_row(job, 40 + i) for i in range(3)])
+    for _, _, batches, _ in both(tmp_path, job):
+        assert [(b[2], b[3]) for b in batches] == [("incremental", 3)]
