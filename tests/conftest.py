@@ -22,12 +22,13 @@ for p in (str(ROOT), str(ROOT / "plugins")):
         sys.path.insert(0, p)
 
 from spark_jobs.contract.jvm import EXTRA as DRIVER_JAVA_OPTIONS  # noqa: E402
+from spark_jobs.contract.jvm import QUICK_COMPILER  # noqa: E402
 
 # Each driver a test starts (a CLI process, a spark-submit) lives seconds to a minute on small
 # inputs: the JVM's quick compiler alone starts it ~5 s sooner on two cores, where the optimising
 # one competes with the job for a core. Not the shared session (``spark`` below): it works for
 # the whole run, and without the optimising compiler its heavy fixtures took 1.6x as long.
-os.environ.setdefault(DRIVER_JAVA_OPTIONS, "-XX:TieredStopAtLevel=1")
+os.environ.setdefault(DRIVER_JAVA_OPTIONS, QUICK_COMPILER)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

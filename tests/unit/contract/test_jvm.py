@@ -66,3 +66,26 @@ def test_only_an_available_now_run_with_a_small_known_backlog_is_short(
     available_now, pending, quick
 ):
     assert jvm_archive.quick_compiler(available_now, pending) is quick
+
+
+def _code_cache_bytes(options: str) -> int:
+    """The ReservedCodeCacheSize a real JVM started with ``options`` settles on."""
+    import shlex
+    import subprocess
+
+    flags = subprocess.run(
+        [jvm_archive._java(), *shlex.split(options), "-XX:+PrintFlagsFinal", "-version"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    line = next(x for x in flags.splitlines() if " ReservedCodeCacheSize " in x)
+    return int(line.split("=")[1].split()[0])
+
+
+def test_the_quick_compiler_keeps_the_code_space_of_both_compilers():
+    """The quick compiler alone shrinks the JVM's compiled-code space to 48 MB, which a catch-up
+    of many small batches filled: the JVM then stopped compiling and ran interpreted."""
+    both = _code_cache_bytes("")
+    assert _code_cache_bytes("-XX:TieredStopAtLevel=1") < both  # the JVM's own choice
+    assert _code_cache_bytes(jvm_archive.QUICK_COMPILER) >= both
