@@ -91,7 +91,9 @@ def backfill_dag(doc_md: str | None = None) -> DAG:
         check = QualityCheckOperator(
             task_id="validate_staged",
             job="{{ params.job }}",
-            overrides={"output": _plan("staged_table")},
+            # the staged run's checkpoint: its progress log says how many records the backfill
+            # read (the quarantine allowance) and its watermark (the freshness floor)
+            overrides={"output": _plan("staged_table"), "checkpoint": _plan("staged_checkpoint")},
             doc_md="The job's quality suite on the staged table; a `fail` finding stops the backfill.",
         )
         publish = SparkJobsSubmitOperator(

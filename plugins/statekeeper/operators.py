@@ -162,9 +162,30 @@ class UpgradePlanOperator(SparkJobsCliOperator):
 
 
 class QualityCheckOperator(SparkJobsCliOperator):
-    """``quality JOB``: exit 0 pass (warnings recorded), 1 a ``fail`` finding (no retry)."""
+    """``quality JOB``: exit 0 pass (warnings recorded), 1 a ``fail`` finding (no retry).
+
+    A job that has not committed a batch yet has no table to check: the task is skipped, so a
+    new job does not fail the daily quality DAG until its first run. A table missing after its
+    checkpoint committed batches fails the task (the command says there is no table)."""
 
     command = ("quality",)
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        from spark_jobs.checkpoints.layout import read_layout
+        from spark_jobs.contract import delta
+        from statekeeper.submit import resolve_job
+
+        if rendered(self.skip_reason) is not None:
+            raise AirflowSkipException(str(self.skip_reason))
+        check_path_params(context, rendered(self.job))
+        spec = resolve_job(self.job, self.overrides)
+        never_ran = read_layout(spec.checkpoint, sizes=False).last_committed is None
+        if never_ran and not delta.exists(spec.output):
+            raise AirflowSkipException(
+                f"no Delta table at {spec.output} yet and no batch committed in "
+                f"{spec.checkpoint}: the job has not run, nothing to check"
+            )
+        return super().execute(context)
 
     def fail(self, res: CliResult) -> None:
         if res.returncode == ExitCode.QUALITY_FAILED:
