@@ -203,3 +203,38 @@ def test_a_table_removed_under_a_running_query_fails_its_next_batch(spark, tmp_p
     with pytest.raises(RuntimeError, match=f"output table {out} was removed while job j ran"):
         write(batch, 1)
     assert not out.exists()
+
+
+def test_a_copy_of_the_checkpoint_that_ran_on_makes_the_original_refuse(spark, tmp_path):
+    """``cp -r`` of a checkpoint keeps its query id. The copy ran into the table; a run of the
+    original then planned batches with ids the table already had, Delta skipped them as written,
+    and the rows of the files the copy never read were lost. The original is refused (exit 4,
+    one line), and the rollback the line names lets it take over: every row once."""
+    ref = tmp_path / "ref"
+    for part in range(3):
+        write_part(ref / "land", part)
+    spec_ref = spec_for(ref, ref / "out", ref / "ckpt")
+    run_job(spec_ref, spark=spark)
+    expected = table_rows(spark, spec_ref.output), table_rows(spark, spec_ref.quarantine)
+
+    out, original, copy = tmp_path / "out", tmp_path / "ckpt", tmp_path / "ckpt-copy"
+    spec = spec_for(tmp_path, out, original)
+    write_part(tmp_path / "land", 0)
+    run_job(spec, spark=spark)
+    shutil.copytree(original, copy)
+    write_part(tmp_path / "land", 1)
+    run_job(replace(spec, checkpoint=str(copy)), spark=spark)  # the copy moves the table on
+    write_part(tmp_path / "land", 2)
+
+    last = read_layout(str(original)).last_committed
+    with pytest.raises(UserError) as refused:
+        run_job(spec, spark=spark)
+    line = str(refused.value)
+    assert refused.value.exit_code == ExitCode.UNSAFE and len(line.splitlines()) == 1
+    assert f"which checkpoint {original} never planned" in line
+    assert f"checkpoint rollback --checkpoint {original} --to-batch {last}" in line
+
+    target = Target(str(original), str(tmp_path / "snaps"), JOB, spec)
+    rollback(target, to_batch=last, spark=spark)
+    run_job(spec, spark=spark)
+    assert (table_rows(spark, spec.output), table_rows(spark, spec.quarantine)) == expected

@@ -19,7 +19,7 @@ from spark_jobs.checkpoints.roots import Target
 from spark_jobs.checkpoints.snapshots import prune, take_snapshot
 from spark_jobs.checkpoints.synthetic import LiveWriter, make_checkpoint
 from spark_jobs.cli import main as cli_main
-from spark_jobs.contract.errors import UserError
+from spark_jobs.contract.errors import ExitCode, UserError
 
 pytestmark = pytest.mark.unit
 
@@ -204,11 +204,29 @@ def test_run_refuses_a_new_checkpoint_on_a_table_another_query_wrote(
     err = capsys.readouterr().err
     assert "1b7e3c9a-old-query" in err and "--new-checkpoint-for-existing-table" in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "ck" / "new").exists()
-    # The same query's checkpoint passes the guard (the quarantine table is new: no writes).
+    # The same query's checkpoint passes the guard (the quarantine table is new: no writes),
+    # also with batch 41 planned but not committed (killed after the write: Delta skips it).
     own = tmp_path / "own"
-    own.mkdir()
+    for folder, batches in (("offsets", (40, 41)), ("commits", (40,))):
+        (own / folder).mkdir(parents=True)
+        for b in batches:
+            (own / folder / str(b)).write_text("v1\n{}\n")
     (own / "metadata").write_text(json.dumps({"id": "1b7e3c9a-old-query"}) + "\n")
     writer_guard.check_outputs(str(out), str(out / "_quarantine"), str(own))
+
+    # A copy of it that stayed behind (batch 41 was the twin's): its batch 41 would be skipped.
+    (own / "offsets" / "41").unlink()
+    with pytest.raises(UserError) as behind:
+        writer_guard.check_outputs(str(out), str(out / "_quarantine"), str(own))
+    assert behind.value.exit_code == ExitCode.UNSAFE
+    assert str(behind.value) == (
+        f"table {out} holds batch 41 of query 1b7e3c9a-old-query, which checkpoint {own} never "
+        "planned (its newest batch is 40): a copy of this checkpoint wrote the table since, and "
+        "Delta would skip this one's next batches as written, losing their rows; keep running "
+        f"the copy, or make this one take over: checkpoint rollback --checkpoint {own} "
+        "--to-batch 40 (the table goes back to before batch 41 and the checkpoint gets a new "
+        "query id)"
+    )
 
 
 def _racing_validate(monkeypatch, t: Target, races: int) -> list[int]:
