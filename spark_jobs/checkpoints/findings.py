@@ -61,6 +61,10 @@ CATALOGUE: dict[str, tuple[str, str]] = {
         ERROR,
         "state partitions must equal the pinned shuffle partitions: restore a snapshot",
     ),
+    "NOT_A_CHECKPOINT": (
+        ERROR,
+        "name the job's checkpoint folder (--checkpoint, or the catch-up DAG's checkpoint param); a new checkpoint goes in an empty or new folder",
+    ),
     "TEMP_FILES": (
         WARNING,
         "delete the leftover temp files while no query runs; Spark never reads them",

@@ -17,7 +17,7 @@ from spark_jobs.checkpoints import first_batch, landing_codecs
 from spark_jobs.checkpoints.findings import Report
 from spark_jobs.checkpoints.landing_changes import changed_after_read
 from spark_jobs.checkpoints.landing_changes import describe as describe_changed
-from spark_jobs.checkpoints.layout import Layout, read_layout
+from spark_jobs.checkpoints.layout import STATEKEEPER_DIR, Layout, read_layout
 from spark_jobs.checkpoints.unread import unread
 from spark_jobs.contract import lock, paths
 from spark_jobs.contract.durations import describe
@@ -99,7 +99,14 @@ def _validate(checkpoint: str, spec: Any, snapshot_root: str | None, lay: Layout
     """One look: the checks of the layout ``lay`` as it was listed."""
     started = time.perf_counter()
     rep = Report(checkpoint=checkpoint, exists=lay.exists)
-    if lay.exists and (lay.offsets or lay.commits or "metadata" in lay.files or lay.stores):
+    spark_files = lay.offsets or lay.commits or "metadata" in lay.files or lay.stores
+    if lay.exists and not spark_files and (foreign := _foreign_files(lay)):
+        rep.add(
+            "NOT_A_CHECKPOINT",
+            f"the folder holds {len(foreign)} file(s) and no checkpoint (e.g. {foreign[0]}): "
+            "a run would start one among them",
+        )
+    if lay.exists and spark_files:
         _check_layout(lay, rep)
         # the landing files its source log names, spec or not (a job's own or a backfill's)
         if changed := changed_after_read(lay):
@@ -108,6 +115,21 @@ def _validate(checkpoint: str, spec: Any, snapshot_root: str | None, lay: Layout
             _check_spec(lay, rep, spec, snapshot_root)
     rep.seconds = time.perf_counter() - started
     return rep
+
+
+# What a checkpoint holds at its top level: Spark's folders and files, and our own.
+_CHECKPOINT_NAMES = frozenset(
+    {"metadata", "offsets", "commits", "sources", "state", STATEKEEPER_DIR}
+)
+
+
+def _foreign_files(lay: Layout) -> list[str]:
+    """Files no checkpoint writes (hidden ones aside: ``.keep``, a copy tool's leftovers)."""
+    return sorted(
+        p
+        for p in lay.files
+        if p.split("/", 1)[0] not in _CHECKPOINT_NAMES and not p.split("/")[-1].startswith(".")
+    )
 
 
 def _check_layout(lay: Layout, rep: Report) -> None:

@@ -116,6 +116,29 @@ def test_validate_exit_codes_through_the_cli(tmp_path, capsys):
     assert all(f["fix"] for f in out["findings"])
 
 
+def test_a_folder_of_other_files_is_not_a_checkpoint(tmp_path, capsys):
+    """A typo'd --checkpoint naming some other folder was "clean" and a run started a checkpoint
+    among its files; a folder with only hidden files or our own (a first run cut short before
+    Spark wrote anything) is still a new checkpoint."""
+    folder = tmp_path / "ck" / "exports"
+    (folder / "2026").mkdir(parents=True)
+    (folder / "2026" / "orders.csv").write_text("id\n1\n")
+    (folder / "README").write_text("exports")
+    capsys.readouterr()
+    assert cli_main(["checkpoint", "validate", "--checkpoint", str(folder)]) == 20
+    out = capsys.readouterr().out
+    assert (
+        "NOT_A_CHECKPOINT" in out
+        and "holds 2 file(s) and no checkpoint (e.g. 2026/orders.csv)" in out
+    )
+
+    fresh = tmp_path / "ck" / "new"
+    (fresh / "_statekeeper").mkdir(parents=True)
+    (fresh / "_statekeeper" / "lock").write_text("{}")
+    (fresh / ".keep").write_text("")
+    assert validate_checkpoint(str(fresh)).findings == []
+
+
 def test_validation_of_a_long_checkpoint_is_clean(tmp_path):
     # Speed is measured in bench/bench_checkpoints.py (10,000 batches), not here.
     ck = make_checkpoint(tmp_path / "ck" / "job", batches=1000, partitions=2)
