@@ -108,7 +108,7 @@ def maintain_table(
 ) -> dict[str, Any]:
     """One table: settings, compaction, vacuum; its part of the report."""
     out: dict[str, Any] = {"table": table, "role": role, "warnings": []}
-    if not delta.exists(table):
+    if spark is None or not delta.exists(table):  # no session: neither table was there
         out["skipped"] = "no table yet (the job has not written it)"
         return out
     out["before"] = _stats(table)
@@ -156,7 +156,9 @@ def maintain(job: Job, dry_run: bool = False, spark: Any = None) -> dict[str, An
 
     zorder_by = tuple(definition(job.spec.name).cluster_by)
     started = time.perf_counter()
-    own = spark is None
+    # A job that has not run yet has nothing to maintain: no Spark started (7 s per job in the
+    # maintenance DAG's run).
+    own = spark is None and any(delta.exists(t) for t in (job.output, job.quarantine_table))
     if own:
         from spark_jobs.runtime.session import build_session
 
@@ -173,7 +175,7 @@ def maintain(job: Job, dry_run: bool = False, spark: Any = None) -> dict[str, An
             maintain_table(spark, job, job.quarantine_table, "quarantine", (), dry_run),
         ]
     finally:
-        if own:
+        if own and spark is not None:
             spark.stop()
     seconds = round(time.perf_counter() - started, 3)
     report = {

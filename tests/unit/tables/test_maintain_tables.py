@@ -67,3 +67,20 @@ def test_a_bound_checkpoint_maintains_its_own_tables_not_the_specs(where):
     assert _tables(str(where / "spec"), str(ckpt), None) == (ours, tables["quarantine"])
     # the same table, spelled as given, is accepted
     assert _tables(str(where / "spec"), str(ckpt), ours + "/") == (ours, tables["quarantine"])
+
+
+def test_a_job_that_has_not_run_is_skipped_without_starting_spark(where, monkeypatch, capsys):
+    import json
+
+    from spark_jobs.runtime import session
+
+    def no_spark(*args, **kwargs):
+        raise AssertionError("a session started for tables that do not exist")
+
+    monkeypatch.setattr(session, "build_session", no_spark)
+    ckpt = where / "ck"
+    assert main(["table", "maintain", JOB, "--checkpoint", str(ckpt), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [t["skipped"] for t in report["tables"]] == [
+        "no table yet (the job has not written it)"
+    ] * 2
