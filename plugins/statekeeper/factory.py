@@ -159,7 +159,8 @@ def catchup_dag(job: str, doc_md: str | None = None) -> DAG:
         quality = QualityCheckOperator(
             task_id="quality_check",
             job=job,
-            overrides={"output": "{{ params.output or '' }}"},
+            # the run's table and checkpoint (its progress log: records read, watermark)
+            overrides={k: v for k, v in path_overrides().items() if k != "input"},
             skip_reason="{{ '' if params.run_quality else 'run_quality is off' }}",
             doc_md="Great Expectations suite of the table; a `fail` finding fails the task.",
         )

@@ -57,6 +57,17 @@ def test_a_job_that_never_committed_is_skipped_and_a_lost_table_fails(op, tmp_pa
     assert str(failed.value).endswith("(exit 2)")
 
 
+def test_the_catch_up_checks_the_table_and_progress_of_its_own_run():
+    """A catch-up triggered with the ``output`` and ``checkpoint`` params checks that run's
+    table against that run's progress log, not the spec's checkpoint's."""
+    from statekeeper import factory
+
+    dag = factory.catchup_dag("user_counts")
+    run, check = dag.get_task("catch_up"), dag.get_task("quality_check")
+    assert check.overrides == {k: run.overrides[k] for k in ("output", "checkpoint")}
+    assert "params.checkpoint" in check.overrides["checkpoint"]
+
+
 def test_a_backfill_validates_its_staged_table_against_its_own_run():
     """The staged table's checks read the staged run's progress log (records read for the
     quarantine allowance, the watermark for the freshness floor), not the live job's: the
