@@ -179,8 +179,11 @@ class QualityCheckOperator(SparkJobsCliOperator):
             raise AirflowSkipException(str(self.skip_reason))
         check_path_params(context, rendered(self.job))
         spec = resolve_job(self.job, self.overrides)
-        never_ran = read_layout(spec.checkpoint, sizes=False).last_committed is None
-        if never_ran and not delta.exists(spec.output):
+        # the table first: listing a checkpoint (thousands of state files) only when it is missing
+        if (
+            not delta.exists(spec.output)
+            and read_layout(spec.checkpoint, sizes=False).last_committed is None
+        ):
             raise AirflowSkipException(
                 f"no Delta table at {spec.output} yet and no batch committed in "
                 f"{spec.checkpoint}: the job has not run, nothing to check"
