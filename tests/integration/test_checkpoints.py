@@ -204,10 +204,18 @@ def _cut_in_first_batch(ck: Path) -> None:
     shutil.rmtree(_state_dir(ck))
 
 
+def _foreign_folder(ck: Path) -> None:
+    """A folder of someone else's files where the checkpoint should be (a typo'd path)."""
+    for name in ("metadata", "offsets", "commits", "sources", "state"):
+        shutil.rmtree(ck / name) if (ck / name).is_dir() else _rm(ck / name)
+    (ck / "orders.csv").write_text("id\n1\n")
+
+
 # code -> (how to break the copy, spec changes, module constants to lower)
 CASES = {
     "METADATA_MISSING": (lambda ck: _rm(ck / "metadata"), {}, {}),
     "METADATA_UNREADABLE": (lambda ck: (ck / "metadata").write_text("{not json"), {}, {}),
+    "NOT_A_CHECKPOINT": (_foreign_folder, {}, {}),
     "OFFSET_GAP": (lambda ck: _rm(ck / "offsets" / "1"), {}, {}),
     "COMMIT_GAP": (lambda ck: _rm(ck / "commits" / "1"), {}, {}),
     "COMMIT_WITHOUT_OFFSET": (lambda ck: _rm(ck / "offsets" / str(_last(ck, "offsets"))), {}, {}),
