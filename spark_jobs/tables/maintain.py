@@ -118,7 +118,7 @@ def maintain_table(
     need = plan.retention(
         job.spec.tables.retention,
         snaps,
-        plan.interval_seconds(props.get(tables.RETENTION_PROPERTY)),
+        tables.interval_seconds(props.get(tables.RETENTION_PROPERTY)),
         job.spec.snapshots.recovery_window,
     )
     out["retention"] = need.to_dict()

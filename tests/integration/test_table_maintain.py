@@ -24,7 +24,7 @@ from spark_jobs.contract import events, maintenance
 from spark_jobs.contract.blocks import Snapshots, Tables
 from spark_jobs.contract.lock import JobLock
 from spark_jobs.contract.spec import load_spec
-from spark_jobs.contract.table_settings import RETENTION_PROPERTY
+from spark_jobs.contract.table_settings import RETENTION_PROPERTY, interval_seconds
 from spark_jobs.jobs.runner import run_job
 from spark_jobs.tables import plan
 from spark_jobs.tables.compact import compact
@@ -166,7 +166,7 @@ def test_oldest_snapshot_restores_after_maintain(spark, tmp_path, monkeypatch, c
         assert t["retention"]["because"] == "oldest_snapshot", t["retention"]
         # Delta's time-travel guard (and a hand-written VACUUM) gets the same retention
         props = spark.sql(f"DESCRIBE DETAIL delta.`{table}`").first()["properties"]
-        assert plan.interval_seconds(props[RETENTION_PROPERTY]) == t["retention"]["seconds"]
+        assert interval_seconds(props[RETENTION_PROPERTY]) == t["retention"]["seconds"]
         assert t["retention"]["oldest_snapshot"] == snap["id"]
         assert t["compaction"]["files_removed"] > 1, t
         assert needed[table].isdisjoint(live(table))  # all replaced by this compaction...

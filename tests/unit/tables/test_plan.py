@@ -45,9 +45,9 @@ def test_retention_covers_the_oldest_snapshot_from_its_batch_start():
 
 
 def test_intervals_and_settings_changes():
-    assert plan.interval_seconds("interval 7 days") == 7 * DAY
-    assert plan.interval_seconds("INTERVAL 3600 seconds") == 3600
-    assert plan.interval_seconds(None) is None and plan.interval_seconds("soon") is None
+    assert tables.interval_seconds("interval 7 days") == 7 * DAY
+    assert tables.interval_seconds("INTERVAL 3600 seconds") == 3600
+    assert tables.interval_seconds(None) is None and tables.interval_seconds("soon") is None
     wanted = tables.table_properties(7 * DAY)
     assert plan.settings_changes(wanted, 7 * DAY) == ({}, [])
     # the same duration written another way is no change; a forbidden property is unset
