@@ -159,10 +159,9 @@ def catchup_dag(job: str, doc_md: str | None = None) -> DAG:
         quality = QualityCheckOperator(
             task_id="quality_check",
             job=job,
-            # the run's table and checkpoint (its progress log: records read, watermark)
             overrides={k: v for k, v in path_overrides().items() if k != "input"},
             skip_reason="{{ '' if params.run_quality else 'run_quality is off' }}",
-            doc_md="Great Expectations suite of the table; a `fail` finding fails the task.",
+            doc_md="Great Expectations suite of the run's table, with the run's checkpoint's progress log (records read, watermark); a `fail` finding fails the task.",
         )
         publish = PublishAssetOperator(
             task_id="publish_asset",
