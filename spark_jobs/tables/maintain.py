@@ -175,7 +175,7 @@ def maintain(job: Job, dry_run: bool = False, spark: Any = None) -> dict[str, An
             maintain_table(spark, job, job.quarantine_table, "quarantine", (), dry_run),
         ]
     finally:
-        if own and spark is not None:
+        if own:
             spark.stop()
     seconds = round(time.perf_counter() - started, 3)
     report = {
