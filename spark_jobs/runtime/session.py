@@ -64,6 +64,10 @@ def base_confs() -> dict[str, str]:
         # whole, so one that was also wrong elsewhere was quarantined as "malformed JSON"
         # rather than for its real fault (spark_jobs/io/events.py).
         "spark.sql.variant.allowDuplicateKeys": "true",
+        # Spark's catalog makes an empty spark-warehouse/ where a command runs (table maintain's
+        # OPTIMIZE and VACUUM by path go through it): in a user's project, or an Airflow
+        # worker's folder. No job keeps a table there; it goes with the data.
+        "spark.sql.warehouse.dir": str(paths.data_dir() / "spark-warehouse"),
     }
 
 

@@ -264,6 +264,7 @@ def test_maintain_beside_a_continuous_upsert_run(tmp_path):
         for _ in range(MAINTENANCES):  # while files keep landing
             m = subprocess.Popen(
                 _cli(*maintain_args),
+                cwd=tmp_path,  # a user's folder: it gets no spark-warehouse/ (asserted below)
                 env=env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -294,3 +295,4 @@ def test_maintain_beside_a_continuous_upsert_run(tmp_path):
     assert sorted(bad.column("raw_line").to_pylist()) == sorted(f"not json {n}" for n in range(i))
     compacted = [t["compaction"]["files_removed"] for r in reports for t in r["tables"]]
     assert max(compacted) > 1, reports  # the compaction did rewrite the stream's files
+    assert not (tmp_path / "spark-warehouse").exists()  # Spark's catalog folder goes with the data
