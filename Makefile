@@ -32,9 +32,9 @@ $(SYNCED): requirements.lock | $(UV)
 	$(UV) pip sync --compile-bytecode --python $(PY) requirements.lock
 	@touch $@
 
-# The parse's JVM part is compiled with the jars (it needs a JDK's javac): an edited source
+# The project's JVM classes are compiled with the jars (it needs a JDK's javac): an edited source
 # makes a new jar.
-.cache/jars/.fetched: include/spark/jars.txt include/kafka/broker-jars.txt spark_jobs/io/jvm/statekeeper/ParseLine.java | $(SYNCED)
+.cache/jars/.fetched: include/spark/jars.txt include/kafka/broker-jars.txt $(wildcard spark_jobs/io/jvm/statekeeper/*.java) | $(SYNCED)
 	$(PY) -m spark_jobs.runtime.jars fetch
 	@touch $@
 
@@ -42,7 +42,7 @@ $(SYNCED): requirements.lock | $(UV)
 jvm-archive: $(SYNCED) .cache/jars/.fetched ## the driver's class archive (CDS): Spark starts ~3 s sooner
 	@$(PY) -m spark_jobs.runtime.jvm_archive build
 
-setup: $(SYNCED) .cache/jars/.fetched jvm-archive ## create .venv from requirements.lock, cache the Delta, Kafka-source and local-broker jars, compile the parse's jar, make the driver's class archive (no-op when done)
+setup: $(SYNCED) .cache/jars/.fetched jvm-archive ## create .venv from requirements.lock, cache the Delta, Kafka-source and local-broker jars, compile the project's JVM classes, make the driver's class archive (no-op when done)
 
 browser: ## Debian's chromium for the UI check (Playwright drives it; it cannot download browsers here)
 	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)

@@ -20,11 +20,17 @@ from spark_jobs.contract import paths
 from spark_jobs.contract.errors import UserError
 
 SPARK_LIST = Path("include") / "spark" / "jars.txt"
-# The parse's JVM part (spark_jobs/io/jvm/, a Spark UDF; docs/jobs.md): compiled at set-up
-# (:mod:`spark_jobs.runtime.parser_jar`) into the jars cache under a name keyed by its source,
-# so an edited source is never run as the old class.
-PARSER_SOURCE = Path("spark_jobs") / "io" / "jvm" / "statekeeper" / "ParseLine.java"
+# The project's own JVM classes: the parse's first tier (a Spark UDF; docs/jobs.md) and Delta's
+# log store for local files (docs/tables.md). Compiled at set-up (:mod:`spark_jobs.runtime.
+# own_jar`) into one jar in the jars cache, named by a hash of the sources, so an edited source
+# is never run as the old class.
+JVM_DIR = Path("spark_jobs") / "io" / "jvm" / "statekeeper"
+PARSER_SOURCE = JVM_DIR / "ParseLine.java"
+LOG_STORE_SOURCE = JVM_DIR / "LocalListLogStore.java"
+JVM_SOURCES = (PARSER_SOURCE, LOG_STORE_SOURCE)
 PARSER_CLASS = "statekeeper.ParseLine"
+LOG_STORE_CLASS = "statekeeper.LocalListLogStore"
+OWN_JAR_PREFIX = "statekeeper-jvm-"
 
 
 # -- the jars ----------------------------------------------------------------------------------
@@ -75,18 +81,19 @@ def jar_paths() -> list[str]:
         if not p.is_file():
             raise UserError(f"Spark jar {p.name} is not in {paths.jars_dir()}; run `make setup`")
         out.append(str(p))
-    parser = parser_jar()
-    if not parser.is_file():
-        raise UserError(
-            f"the parse's jar {parser.name} is not in {parser.parent}; run `make setup`"
-        )
-    return [*out, str(parser)]
+    own = own_jar()
+    if not own.is_file():
+        raise UserError(f"the project's jar {own.name} is not in {own.parent}; run `make setup`")
+    return [*out, str(own)]
 
 
-def parser_jar() -> Path:
-    """Where the compiled parse (:data:`PARSER_SOURCE`) is, named by a hash of its source."""
-    source = (paths.project_root() / PARSER_SOURCE).read_bytes()
-    return paths.jars_dir() / f"statekeeper-parse-{hashlib.sha256(source).hexdigest()[:12]}.jar"
+def own_jar() -> Path:
+    """Where the project's compiled classes (:data:`JVM_SOURCES`) are, named by a hash of the
+    sources."""
+    digest = hashlib.sha256()
+    for rel in JVM_SOURCES:
+        digest.update(rel.name.encode() + b"\0" + (paths.project_root() / rel).read_bytes())
+    return paths.jars_dir() / f"{OWN_JAR_PREFIX}{digest.hexdigest()[:12]}.jar"
 
 
 # -- the driver's class archive (spark_jobs.runtime.jvm_archive builds it) ----------------------

@@ -120,10 +120,10 @@ def fetch() -> list[Path]:
 
 
 def fetch_spark() -> list[Path]:
-    """Spark's jars, and the parse's own jar compiled beside them (:mod:`.parser_jar`)."""
-    from spark_jobs.runtime import parser_jar
+    """Spark's jars, and the project's own jar compiled beside them (:mod:`.own_jar`)."""
+    from spark_jobs.runtime import own_jar
 
-    return [*download_all(spark_list(), paths.jars_dir()), parser_jar.build()]
+    return [*download_all(spark_list(), paths.jars_dir()), own_jar.build()]
 
 
 def fetch_broker() -> list[Path]:

@@ -68,6 +68,10 @@ def base_confs() -> dict[str, str]:
         # OPTIMIZE and VACUUM by path go through it): in a user's project, or an Airflow
         # worker's folder. No job keeps a table there; it goes with the data.
         "spark.sql.warehouse.dir": str(paths.data_dir() / "spark-warehouse"),
+        # Delta's log store for local tables, listing a table's log by name before it reads any
+        # file's status: a log of a day of one-second batches (~360,000 entries) cost Delta's
+        # own store ~4 s a listing, at least one a write (docs/tables.md, the project's jar).
+        "spark.delta.logStore.file.impl": jvm.LOG_STORE_CLASS,
     }
 
 

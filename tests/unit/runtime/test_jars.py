@@ -41,12 +41,12 @@ def test_every_cached_jar_has_its_pinned_digest():
 
 @pytest.fixture
 def project(tmp_path, monkeypatch) -> Path:
-    """A project root with the real jar lists, and a cache holding only the parse's jar, which
-    set-up compiled (tests/unit/runtime/test_parser_jar.py compiles one)."""
-    for rel in (jvm.SPARK_LIST, jars.BROKER_LIST, jvm.PARSER_SOURCE):
+    """A project root with the real jar lists, and a cache holding only the project's own jar,
+    which set-up compiled (tests/unit/runtime/test_own_jar.py compiles one)."""
+    for rel in (jvm.SPARK_LIST, jars.BROKER_LIST, *jvm.JVM_SOURCES):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / rel, tmp_path / rel)
-    built = jvm.parser_jar()
+    built = jvm.own_jar()
     monkeypatch.setenv("STATEKEEPER_HOME", str(tmp_path))
     paths.jars_dir().mkdir(parents=True)
     shutil.copy(built, paths.jars_dir() / built.name)
@@ -98,9 +98,9 @@ def test_a_fetch_downloads_every_pinned_jar_by_its_coordinate_once(project, mirr
     _repo, asked = mirror
     got = jars.fetch()
     spark, broker = jars.spark_list(), jars.broker_list()
-    parser = jvm.parser_jar()
-    assert sorted(p.name for p in got) == sorted([*spark.pins, *broker.pins, parser.name])
-    got.remove(parser)
+    own = jvm.own_jar()
+    assert sorted(p.name for p in got) == sorted([*spark.pins, *broker.pins, own.name])
+    got.remove(own)
     assert "/io/delta/delta-storage/4.4.0/delta-storage-4.4.0.jar" in asked
     assert len(asked) == len(spark.coords) + len(broker.coords)
     for p in got:
