@@ -2,9 +2,10 @@
 whose log is a day old, with the project's log store for local tables and with Delta's own.
 
 Delta finds a table's new commits by listing its ``_delta_log`` folder. A log keeps every commit
-for ``delta.logRetentionDuration`` (30 days), about four entries each on a local disk (the
-commit, Delta's checksum, Hadoop's hidden ``.crc`` of each): a job writing a batch a second
-holds about 360,000 after a day. Delta's own store for local files reads every entry's status
+for ``delta.logRetentionDuration`` (the jobs' tables: their retention, a week by default; Delta's
+own default is 30 days), about four entries each on a local disk (the commit, Delta's checksum,
+Hadoop's hidden ``.crc`` of each): a job writing a batch a second holds about 360,000 after a
+day. Delta's own store for local files reads every entry's status
 per listing; the project's (``spark_jobs/io/jvm/statekeeper/LocalListLogStore.java``) reads
 the names, then the status of the entries it returns.
 

@@ -13,9 +13,6 @@ TABLE_PROPERTIES: dict[str, str] = {
     # A Delta checkpoint every 10 commits: a reader replays at most 10 JSON commits, and the
     # log's clean-up (which runs when a checkpoint is written) gets its chance every 10 batches.
     "delta.checkpointInterval": "10",
-    # JSON commits kept this long: restore and rollback read them to find which version wrote
-    # which batch, and time travel needs them; ``table maintain`` warns when a snapshot is older.
-    "delta.logRetentionDuration": "interval 30 days",
     # Off: our sinks only append and MERGE whole rows; every reader of the contract (delta-rs,
     # Polars, DuckDB, our own log reader's row counts from file statistics) reads plain files.
     "delta.enableDeletionVectors": "false",
@@ -29,9 +26,19 @@ TABLE_PROPERTIES: dict[str, str] = {
 # stopped job's replayed batch would then be written twice (``table maintain`` unsets it).
 FORBIDDEN_PROPERTIES = ("delta.setTransactionRetentionDuration",)
 RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"
+# JSON commits are kept as long as the data files (the retention), not Delta's 30 days: restore,
+# rollback and the change feed read no further back than the files (Delta refuses to time-travel
+# past the retention), and every listing of the log reads every entry's name. A job committing
+# a batch a second adds ~360,000 entries a day (docs/tables.md, "A log of many commits").
+LOG_RETENTION_PROPERTY = "delta.logRetentionDuration"
+# Delta cleans the log up to the start of the day its retention reaches back into, so a shorter
+# log retention than a day keeps nothing less; a day keeps a short-retention test's commits
+# when it runs across midnight.
+LOG_RETENTION_FLOOR = 86400.0
 # Delta's own default for delta.deletedFileRetentionDuration: VACUUM refuses less unless told, and
 # time travel (a restore, a quality run's read of the versions since its last) no further back.
 DELTA_DEFAULT_RETENTION = 7 * 86400.0
+DELTA_LOG_RETENTION = 30 * 86400.0  # Delta's own delta.logRetentionDuration, when unset
 SESSION_DEFAULTS_PREFIX = "spark.databricks.delta.properties.defaults."
 
 
@@ -42,7 +49,11 @@ def interval(seconds: float) -> str:
 
 def table_properties(retention_seconds: float) -> dict[str, str]:
     """Every property a sink table of a job with this ``tables.retention`` should have."""
-    return {**TABLE_PROPERTIES, RETENTION_PROPERTY: interval(retention_seconds)}
+    return {
+        **TABLE_PROPERTIES,
+        RETENTION_PROPERTY: interval(retention_seconds),
+        LOG_RETENTION_PROPERTY: interval(max(retention_seconds, LOG_RETENTION_FLOOR)),
+    }
 
 
 def session_defaults(retention_seconds: float | None = None) -> dict[str, str]:

@@ -17,7 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spark_jobs.contract import table_settings as tables
-from spark_jobs.contract.table_settings import DELTA_DEFAULT_RETENTION, interval_seconds
+from spark_jobs.contract.table_settings import (
+    DELTA_DEFAULT_RETENTION,
+    DELTA_LOG_RETENTION,
+    interval_seconds,
+)
 
 # Clocks of the writer (tombstone times) and of this host may differ by this much.
 CLOCK_SLACK = 60.0
@@ -98,11 +102,8 @@ def settings_changes(
     current: Mapping[str, str], retention_seconds: float
 ) -> tuple[dict[str, str], list[str]]:
     """(properties to set, properties to unset) so the table has ``tables.table_properties``
-    with this retention (and a log retention no shorter: Delta refuses a VACUUM otherwise)."""
+    with this retention (the data files' and the log's)."""
     wanted = tables.table_properties(retention_seconds)
-    log_s = interval_seconds(current.get(LOG_RETENTION)) or interval_seconds(wanted[LOG_RETENTION])
-    if log_s is not None and log_s < retention_seconds:
-        wanted[LOG_RETENTION] = tables.interval(retention_seconds)
     to_set = {}
     for key, value in wanted.items():
         have = current.get(key)
@@ -115,17 +116,15 @@ def settings_changes(
     return to_set, to_unset
 
 
-LOG_RETENTION = "delta.logRetentionDuration"
-
-
 def log_retention_warning(props: Mapping[str, str], need: Retention) -> str | None:
     """A warning when the table's JSON commits go before its oldest snapshot could be restored."""
-    log_s = interval_seconds(props.get("delta.logRetentionDuration")) or 30 * 86400.0
+    log_s = interval_seconds(props.get(tables.LOG_RETENTION_PROPERTY)) or DELTA_LOG_RETENTION
     snap = need.floors.get("oldest_snapshot")
     if snap is not None and snap > log_s:
         return (
             f"snapshot {need.oldest_snapshot} is older than the table's log retention "
             f"({log_s / 86400:g} days): its restore may find the commits it needs cleaned up; "
-            "prune old snapshots or raise delta.logRetentionDuration"
+            "run table maintain without --dry-run (it keeps the log as long as the retention) "
+            "or prune old snapshots"
         )
     return None

@@ -57,11 +57,28 @@ def test_intervals_and_settings_changes():
         {},
         ["delta.setTransactionRetentionDuration"],
     )
+    # the log is kept as long as the files: Delta's 30 days (a table of an earlier release) or a
+    # shorter log is brought to the retention, both ways
+    for had in ("interval 30 days", "interval 1 days"):
+        older = {**wanted, tables.LOG_RETENTION_PROPERTY: had}
+        assert plan.settings_changes(older, 7 * DAY) == (
+            {tables.LOG_RETENTION_PROPERTY: "interval 604800 seconds"},
+            [],
+        )
     to_set, _ = plan.settings_changes({"delta.enableChangeDataFeed": "true"}, DAY)
     assert to_set[tables.RETENTION_PROPERTY] == "interval 86400 seconds"
+    assert to_set[tables.LOG_RETENTION_PROPERTY] == "interval 86400 seconds"
+    short, _ = plan.settings_changes({}, 60.0)  # a test's retention: the log keeps a day
+    assert short[tables.RETENTION_PROPERTY] == "interval 60 seconds"
+    assert short[tables.LOG_RETENTION_PROPERTY] == "interval 86400 seconds"
     assert "delta.enableChangeDataFeed" not in to_set and "delta.checkpointInterval" in to_set
     defaults = tables.session_defaults(DAY)
     assert defaults["spark.databricks.delta.properties.defaults.enableChangeDataFeed"] == "true"
+    assert defaults["spark.databricks.delta.properties.defaults.logRetentionDuration"] == (
+        "interval 86400 seconds"
+    )
+    # a session without a spec leaves both retentions to Delta (7 days of files, 30 of log)
+    assert not any("Retention" in k for k in tables.session_defaults())
 
 
 def _append(table, n: int, app: str | None, batch: int = 0) -> None:
