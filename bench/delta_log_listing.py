@@ -16,6 +16,11 @@ returns, as these do). Each round lands the same file in both and times ``python
 run user_counts --trigger available-now`` on each, whole, the order alternating; the Delta side
 is the same command with ``--conf spark.delta.logStore.file.impl=io.delta.storage.HDFSLogStore``
 (the store Delta chooses for local files). The tables must end equal.
+
+``--continuous SECONDS`` then times what a supervised job lives with: each side runs ``run
+user_counts --trigger processing-time:1s`` for that long, alone on the machine (ours, Delta's,
+Delta's, ours), a file landing every 2 s, and the median micro-batch with input
+(``durationMs.triggerExecution`` of its progress record, the first three left out) is compared.
 """
 
 from __future__ import annotations
@@ -88,7 +93,42 @@ def _rows(table: Path) -> list[tuple[Any, ...]]:
     return sorted(zip(*(t.column(c).to_pylist() for c in t.column_names), strict=True))
 
 
-def measure(work: Path, entries: int, rounds: int) -> dict[str, Any]:
+def _continuous(env: dict[str, str], side: Path, seconds: int, first: int, *extra: str) -> float:
+    """The median batch with input of a continuous run of ``seconds`` on ``side``."""
+    from spark_jobs.contract.progress_log import BatchProgress, ProgressLog
+
+    args = ["run", "user_counts", "--trigger", "processing-time:1s", "--run-for", f"{seconds}s"]
+    args += ["--input", str(side / "land"), "--output", str(side / "out")]
+    args += ["--checkpoint", str(side / "ckpt"), *extra]
+    log = ProgressLog(str(side / "ckpt"))
+    seen = {r.batch_id for r in log.forwards() if isinstance(r, BatchProgress)}
+    err = side / "continuous.err"  # a file, not a pipe: nothing reads it while the run runs
+    with err.open("w") as fh:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "spark_jobs", *args],
+            env=env,
+            cwd=side,
+            stdout=subprocess.DEVNULL,
+            stderr=fh,
+        )
+        n = first
+        while proc.poll() is None:
+            _land(side / "land", n)
+            n += 1
+            time.sleep(2.0)
+    if proc.returncode != 0:
+        raise SystemExit(f"continuous run failed: {err.read_text().strip()[-500:]}")
+    batches = [
+        r.duration_ms.get("triggerExecution", 0.0) / 1000
+        for r in log.forwards()
+        if isinstance(r, BatchProgress) and r.num_input_rows > 0 and r.batch_id not in seen
+    ][3:]
+    if not batches:
+        raise SystemExit(f"no batch with input after the first three in {seconds} s: run longer")
+    return statistics.median(batches)
+
+
+def measure(work: Path, entries: int, rounds: int, continuous: int = 0) -> dict[str, Any]:
     sides = {"ours": work / "ours", "delta": work / "delta"}
     env = {**os.environ, **paths.roots_env(work)}
     extra = {"ours": (), "delta": ("--conf", DELTAS)}
@@ -105,7 +145,7 @@ def measure(work: Path, entries: int, rounds: int) -> dict[str, Any]:
             print(f"  round {r} {name}: {times[name][-1]:.1f} s", flush=True)
     same = _rows(sides["ours"] / "out") == _rows(sides["delta"] / "out")
     med = {name: statistics.median(t) for name, t in times.items()}
-    return {
+    out: dict[str, Any] = {
         "entries": entries,
         "rounds": rounds,
         "seconds": times,
@@ -113,17 +153,28 @@ def measure(work: Path, entries: int, rounds: int) -> dict[str, Any]:
         "delta_over_ours": round(med["delta"] / med["ours"], 2),
         "same_table": same,
     }
+    if continuous:
+        batches: dict[str, list[float]] = {name: [] for name in sides}
+        for k, name in enumerate(("ours", "delta", "delta", "ours")):
+            got = _continuous(env, sides[name], continuous, 1000 * (k + 1), *extra[name])
+            batches[name].append(got)
+            print(f"  continuous {name}: median batch {got:.2f} s", flush=True)
+        mb = {name: statistics.mean(b) for name, b in batches.items()}
+        out["continuous"] = {"median_batch_s": batches, "mean_of_medians_s": mb}
+        out["continuous"]["delta_over_ours"] = round(mb["delta"] / mb["ours"], 2)
+    return out
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(prog="python -m bench.delta_log_listing", description=__doc__)
     ap.add_argument("--entries", type=int, default=DAY_OF_SECOND_BATCHES)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--continuous", type=int, default=0, metavar="SECONDS")
     ap.add_argument("--smoke", action="store_true", help="20,000 entries, one round")
     args = ap.parse_args(argv)
     entries, rounds = (20_000, 1) if args.smoke else (args.entries, args.rounds)
     with tempfile.TemporaryDirectory(prefix="statekeeper-log-listing-") as tmp:
-        out = measure(Path(tmp), entries, rounds)
+        out = measure(Path(tmp), entries, rounds, 0 if args.smoke else args.continuous)
     m = out["median_s"]
     print(
         f"run user_counts, output log of {entries:,} entries: Delta's store {m['delta']:.1f} s, "
@@ -131,6 +182,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"same table: {out['same_table']})",
         flush=True,
     )
+    if "continuous" in out:
+        c = out["continuous"]["mean_of_medians_s"]
+        print(
+            f"continuous run user_counts, 1 s trigger: median batch Delta's store "
+            f"{c['delta']:.2f} s, ours {c['ours']:.2f} s: {out['continuous']['delta_over_ours']}x",
+            flush=True,
+        )
     return out
 
 
