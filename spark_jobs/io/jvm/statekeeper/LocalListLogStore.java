@@ -29,10 +29,10 @@ import java.util.List;
  * commit for {@code delta.logRetentionDuration} (the jobs' tables: their retention, a week by
  * default; Delta's own default is 30 days), about four entries each on a local disk (the
  * commit, Delta's checksum, Hadoop's hidden {@code .crc} beside each): a job writing a batch a
- * second adds about 360,000 entries a day. Delta's store took about 12 s to list a million.
+ * second adds about 360,000 entries a day. Delta's store took about 10 s to list a million.
  *
  * <p>This store reads the folder's names alone (one pass over the directory), keeps those at or
- * after the name, and reads the status of those only (0.6 s for a million). What it returns is
+ * after the name, and reads the status of those only (0.5 s for a million). What it returns is
  * what Delta's store returns:
  * the same entries (Hadoop's hidden checksum files left out, as Hadoop's listing leaves them
  * out), sorted by name, each with its status; a folder that does not exist is the same
