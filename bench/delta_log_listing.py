@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.upgrade_migrate import timed_cli
 from spark_jobs.contract import paths
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,19 +67,7 @@ def _land(folder: Path, n: int) -> None:
 def _run(env: dict[str, str], side: Path, *extra: str) -> float:
     args = ["run", "user_counts", "--trigger", "available-now", "--input", str(side / "land")]
     args += ["--output", str(side / "out"), "--checkpoint", str(side / "ckpt"), *extra]
-    started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "spark_jobs", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        cwd=side,
-        check=False,
-    )
-    took = time.perf_counter() - started
-    if done.returncode != 0:
-        raise SystemExit(f"run failed: {done.stderr.strip()[-500:]}")
-    return took
+    return timed_cli(env, *args)[0]
 
 
 def _pad(log: Path, entries: int) -> None:

@@ -113,7 +113,7 @@ def _env(data: Path, specs: Path) -> dict[str, str]:
     }
 
 
-def _cli(env: dict[str, str], *args: str, ok: tuple[int, ...] = (0,)) -> tuple[float, str]:
+def timed_cli(env: dict[str, str], *args: str, ok: tuple[int, ...] = (0,)) -> tuple[float, str]:
     """One whole ``python -m spark_jobs`` process: its seconds from start to exit, its stdout."""
     started = time.perf_counter()
     done = subprocess.run(
@@ -135,7 +135,7 @@ def _cli(env: dict[str, str], *args: str, ok: tuple[int, ...] = (0,)) -> tuple[f
 def users_in_state(env: dict[str, str]) -> int:
     """Users held in the job's state: the keys its buckets hold, summed by ``checkpoint
     inspect --rows`` (Spark's state reader)."""
-    _, out = _cli(env, "checkpoint", "inspect", JOB, "--rows", "--json")
+    _, out = timed_cli(env, "checkpoint", "inspect", JOB, "--rows", "--json")
     rows = json.loads(out)["state_rows"]
     return sum(int(r.get("keys", r["rows"])) for r in rows)
 
@@ -175,12 +175,12 @@ def _restore(data: Path, pristine: Path, live: list[Path]) -> None:
 def _migrate(env: dict[str, str], out: dict[str, Any], arm: str) -> float:
     """One timed ``upgrade migrate``; its line must say the state was rewritten, and ``upgrade
     plan`` after it exits 0 (nothing left to do)."""
-    seconds, said = _cli(env, "upgrade", "migrate", JOB)
+    seconds, said = timed_cli(env, "upgrade", "migrate", JOB)
     found = REWRITTEN.search(said)
     if not found:
         raise SystemExit(f"upgrade migrate rewrote no state: {said.strip()}")
     out[f"{arm}_state_rows_rewritten"] = int(found.group(1))
-    _cli(env, "upgrade", "plan", JOB)
+    timed_cli(env, "upgrade", "plan", JOB)
     return seconds
 
 
@@ -197,7 +197,7 @@ def measure(work: Path, users: int, events: int, rounds: int, arms: list[str]) -
     for r in range(rounds):
         for p in (*live, data / "snapshots"):
             shutil.rmtree(p, ignore_errors=True)
-        seconds, _ = _cli(rebuild_env, "run", JOB)
+        seconds, _ = timed_cli(rebuild_env, "run", JOB)
         times["rebuild"].append(seconds)
         print(f"  round {r + 1} rebuild: {seconds:.1f} s", flush=True)
         if r == 0:
@@ -211,7 +211,7 @@ def measure(work: Path, users: int, events: int, rounds: int, arms: list[str]) -
             times[arm].append(seconds)
             print(f"  round {r + 1} {arm} ({MIGRATIONS[arm][0]}): {seconds:.1f} s", flush=True)
             if r == 0:  # the job goes on from the migrated checkpoint: no event read again
-                _cli(envs[arm], "run", JOB)
+                timed_cli(envs[arm], "run", JOB)
                 out[f"{arm}_events_read_after_next_run"] = events_read(data)
                 out[f"{arm}_users_in_state"] = users_in_state(envs[arm])
     rebuild = statistics.median(times["rebuild"])
