@@ -5,9 +5,9 @@ Delta finds a table's new commits by listing its ``_delta_log`` folder. A log ke
 for ``delta.logRetentionDuration`` (the jobs' tables: their retention, a week by default; Delta's
 own default is 30 days), about four entries each on a local disk (the commit, Delta's checksum,
 Hadoop's hidden ``.crc`` of each): a job writing a batch a second holds about 360,000 after a
-day. Delta's own store for local files reads every entry's status
-per listing; the project's (``spark_jobs/io/jvm/statekeeper/LocalListLogStore.java``) reads
-the names, then the status of the entries it returns.
+day. Delta's own store for local files reads every entry's status per listing; the project's
+(``spark_jobs/io/jvm/statekeeper/LocalListLogStore.java``) reads the names, then the status of
+the entries it returns.
 
 Two identical ``user_counts`` deployments (landing folder, checkpoint, table) are set up by a
 first run each; their output logs are then padded with N hidden ``.crc`` entries, the kind
@@ -37,10 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.upgrade_migrate import timed_cli
-from spark_jobs.contract import paths
+from spark_jobs.contract import jvm, paths
 
-ROOT = Path(__file__).resolve().parents[1]
-DELTAS = "spark.delta.logStore.file.impl=io.delta.storage.HDFSLogStore"
+DELTAS = f"{jvm.LOG_STORE_CONF}=io.delta.storage.HDFSLogStore"  # Delta's choice for local files
 DAY_OF_SECOND_BATCHES = 360_000  # 86,400 commits, ~4.2 log entries each (a checkpoint every 10)
 
 

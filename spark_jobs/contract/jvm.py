@@ -30,6 +30,7 @@ LOG_STORE_SOURCE = JVM_DIR / "LocalListLogStore.java"
 JVM_SOURCES = (PARSER_SOURCE, LOG_STORE_SOURCE)
 PARSER_CLASS = "statekeeper.ParseLine"
 LOG_STORE_CLASS = "statekeeper.LocalListLogStore"
+LOG_STORE_CONF = "spark.delta.logStore.file.impl"  # Delta's store for file: URIs
 OWN_JAR_PREFIX = "statekeeper-jvm-"
 
 

@@ -71,7 +71,7 @@ def base_confs() -> dict[str, str]:
         # Delta's log store for local tables, listing a table's log by name before it reads any
         # file's status: a log of a day of one-second batches (~360,000 entries) cost Delta's
         # own store ~4 s a listing, at least one a write (docs/tables.md, the project's jar).
-        "spark.delta.logStore.file.impl": jvm.LOG_STORE_CLASS,
+        jvm.LOG_STORE_CONF: jvm.LOG_STORE_CLASS,
     }
 
 
