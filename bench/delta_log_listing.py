@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.upgrade_migrate import timed_cli
+from bench.upgrade_migrate import ROOT, timed_cli
 from spark_jobs.contract import jvm, paths
 
 DELTAS = f"{jvm.LOG_STORE_CONF}=io.delta.storage.HDFSLogStore"  # Delta's choice for local files
@@ -118,7 +118,14 @@ def _continuous(env: dict[str, str], side: Path, seconds: int, first: int, *extr
 
 def measure(work: Path, entries: int, rounds: int, continuous: int = 0) -> dict[str, Any]:
     sides = {"ours": work / "ours", "delta": work / "delta"}
-    env = {**os.environ, **paths.roots_env(work)}
+    env = {
+        **os.environ,
+        **paths.roots_env(work),
+        # the continuous runs start in their side's folder: the project must be importable there
+        "PYTHONPATH": f"{ROOT}:{ROOT / 'plugins'}",
+        "STATEKEEPER_HOME": str(ROOT),
+        "PYSPARK_PYTHON": sys.executable,
+    }
     extra = {"ours": (), "delta": ("--conf", DELTAS)}
     for name, side in sides.items():  # the same first run each, then the same padding
         _land(side / "land", 0)

@@ -129,7 +129,7 @@ def publish(
 def _check_live_checkpoint(live_ck: str, live: str) -> None:
     """Refuse a live checkpoint bound to another table: its lock and source log say nothing
     about ``live``."""
-    from spark_jobs.runtime.binding import bound_tables, same_table
+    from spark_jobs.contract.binding import bound_tables, same_table
 
     bound = bound_tables(live_ck)
     if bound is not None and not same_table(bound["output"], live):

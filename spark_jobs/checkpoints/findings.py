@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from spark_jobs.contract.binding import GONE_FIX
 from spark_jobs.contract.errors import ExitCode
 
 ERROR, WARNING, INFO = "error", "warning", "info"
@@ -40,6 +41,7 @@ CATALOGUE: dict[str, tuple[str, str]] = {
         ERROR,
         "roll back to the last committed batch (checkpoint rollback --to-batch N) so Spark re-plans one batch",
     ),
+    "TABLE_GONE": (ERROR, GONE_FIX),
     "UNCOMMITTED_BATCH": (INFO, "nothing to do: the next run re-runs that batch exactly once"),
     "FIRST_BATCH_CUT_SHORT": (
         INFO,

@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from spark_jobs.checkpoints.layout import STATEKEEPER_DIR, Layout, read_layout
-from spark_jobs.checkpoints.validate import recovery_window
+from spark_jobs.checkpoints.recovery import recovery_window
 
 PINNED_SHOWN = (
     "spark.sql.shuffle.partitions",
@@ -169,8 +169,8 @@ def _size(n: int) -> str:
 
 def _repartitions(checkpoint: str) -> list[dict[str, Any]]:
     """``checkpoint repartition`` history from the checkpoint's binding (none when unreadable)."""
+    from spark_jobs.contract.binding import read_binding
     from spark_jobs.contract.errors import UserError
-    from spark_jobs.runtime.binding import read_binding
 
     try:
         return list((read_binding(checkpoint) or {}).get("repartitions") or [])

@@ -182,7 +182,7 @@ def tables_for(
     ``checkpoints`` (default: the target's) that records them, the tables the checkpoint really
     wrote. Only a binding without tables (an older release's) falls back to ``--output`` or
     the job's spec, and the second value says so; with neither, refused."""
-    from spark_jobs.runtime.binding import bound_tables, same_table
+    from spark_jobs.contract.binding import bound_tables, same_table
 
     for ck in checkpoints or [Path(target.checkpoint)]:
         bound = bound_tables(str(ck)) if ck.exists() else None

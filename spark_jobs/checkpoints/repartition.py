@@ -38,11 +38,10 @@ from spark_jobs.checkpoints.layout import read_layout
 from spark_jobs.checkpoints.restore import exchange, local_checkpoint
 from spark_jobs.checkpoints.roots import Target
 from spark_jobs.checkpoints.validate import PROVIDER_CONF, SHUFFLE_CONF, validate_checkpoint
-from spark_jobs.contract import paths
+from spark_jobs.contract import binding, paths
 from spark_jobs.contract.errors import UserError
 from spark_jobs.contract.lock import JobLock
 from spark_jobs.contract.spec import SPARK_INT_MAX
-from spark_jobs.runtime import binding
 
 # Operator names (state/<op>/_metadata) whose repartition is proven to give the same tables as
 # a job that never changed partitions (tests/integration/test_repartition.py): every operator the

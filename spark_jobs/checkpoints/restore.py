@@ -29,10 +29,9 @@ from spark_jobs.checkpoints import manifests, queries
 from spark_jobs.checkpoints import snapshots as snapmod
 from spark_jobs.checkpoints.roots import Target
 from spark_jobs.checkpoints.validate import validate_checkpoint
-from spark_jobs.contract import paths
+from spark_jobs.contract import binding, paths
 from spark_jobs.contract.errors import UserError
 from spark_jobs.contract.lock import JobLock
-from spark_jobs.runtime import binding
 
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100

@@ -34,7 +34,7 @@ def resolve(job: str | None, checkpoint: str | None, snapshot_root: str | None =
         # checked against the job's spec all the same.
         spec = load_spec(job).with_overrides(checkpoint=checkpoint)
         checkpoint = spec.checkpoint
-        from spark_jobs.runtime.binding import adopt_inputs, adopt_repartition
+        from spark_jobs.contract.binding import adopt_inputs, adopt_repartition
 
         # the partitions and inputs it runs at, as its last run (a backfill's --input) recorded
         spec = adopt_inputs(adopt_repartition(spec))

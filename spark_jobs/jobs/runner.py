@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from spark_jobs import completeness, eventlog
-from spark_jobs.contract import delta, paths
+from spark_jobs.contract import binding, delta, paths
 from spark_jobs.contract.errors import ExitCode, UserError
 from spark_jobs.contract.lock import JobLock
 from spark_jobs.contract.progress_log import BatchProgress, ProgressLog
@@ -31,7 +31,7 @@ from spark_jobs.io import events as ev
 from spark_jobs.io import sinks, sources, watermarks
 from spark_jobs.jobs import definition, fingerprint, query_wait
 from spark_jobs.jobs.run_failures import failure
-from spark_jobs.runtime import binding, progress, spark_errors
+from spark_jobs.runtime import progress, spark_errors
 
 if TYPE_CHECKING:
     from spark_jobs.checkpoints.layout import Layout
@@ -125,8 +125,9 @@ def precheck(
     if clear_first_batch(spec, layout):
         layout = read_layout(spec.checkpoint, sizes=False)
     report = validate_checkpoint(spec.checkpoint, spec, layout=layout)
-    if report.errors:
-        first = report.errors[0]
+    # a gone output table is refused below by the binding, which honours --rebind-tables
+    if errors := [f for f in report.errors if f.code != "TABLE_GONE"]:
+        first = errors[0]
         raise UserError(
             f"checkpoint {spec.checkpoint} is not safe to run on: [{first.code}] {first.message}; "
             f"{first.fix} (python -m spark_jobs checkpoint validate --checkpoint {spec.checkpoint})",

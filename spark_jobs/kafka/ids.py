@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from spark_jobs.contract import binding
 from spark_jobs.contract.errors import ExitCode, UserError
 from spark_jobs.contract.kafka import is_kafka, parse
 from spark_jobs.kafka.source import consumer_options
-from spark_jobs.runtime import binding
 
 TIMEOUT_MS = 30_000  # per admin request; a broker that does not answer in time is a user error
 

@@ -34,8 +34,8 @@ def _tables(spec_output: str, checkpoint: str, given: str | None) -> tuple[str, 
     else the spec's. The checkpoint's snapshots decide what VACUUM keeps, so a ``--output`` must
     be a Delta table and, once the checkpoint is bound, the very table it writes."""
     from spark_jobs.contract import delta
+    from spark_jobs.contract.binding import bound_tables, same_table
     from spark_jobs.contract.confine import given_path
-    from spark_jobs.runtime.binding import bound_tables, same_table
 
     bound = bound_tables(checkpoint)
     output = bound["output"] if bound else spec_output

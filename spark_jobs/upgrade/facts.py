@@ -12,7 +12,7 @@ from spark_jobs.upgrade.schemas import Fields
 @dataclass
 class Facts:
     # The checkpoint binding's fingerprint: spec settings and declaration facts Spark or the
-    # stored state depend on (spark_jobs.runtime.binding)
+    # stored state depend on (spark_jobs.contract.binding)
     fingerprint: dict[str, Any] = field(default_factory=dict)
     state_key: list[str] | None = None  # the columns Spark keeps state per; None: unknown
     state_value: Fields | None = None  # the job's own state row; None: Spark's own or unknown

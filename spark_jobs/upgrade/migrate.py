@@ -27,11 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from spark_jobs.checkpoints.roots import Target
-from spark_jobs.contract import paths
+from spark_jobs.contract import binding, paths
 from spark_jobs.contract.errors import ExitCode, UserError
 from spark_jobs.contract.lock import JobLock
 from spark_jobs.jobs import fingerprint
-from spark_jobs.runtime import binding
 from spark_jobs.upgrade import staging, verdicts
 from spark_jobs.upgrade.plan import make_plan
 

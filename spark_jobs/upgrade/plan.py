@@ -48,9 +48,8 @@ def _check_tables(target: Target, table: str | None) -> None:
     run writes: ``--output``, or for the job's own checkpoint the spec's ``output`` (moved in the
     spec, the DAG's plan gate must stop it, not the run after it). Another checkpoint (a
     backfill's) without ``--output`` is planned against the table it is bound to."""
-    from spark_jobs.contract import paths
+    from spark_jobs.contract import binding, paths
     from spark_jobs.contract.spec import load_spec
-    from spark_jobs.runtime import binding
 
     if table is None:
         declared = load_spec(target.job)

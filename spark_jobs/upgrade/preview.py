@@ -204,8 +204,8 @@ SHADOW_REFUSED = {
 def _bind_shadow(target: Target, ck: str, table: str) -> None:
     """The shadow checkpoint answers to the job as declared now and writes the shadow tables;
     refused, as ``upgrade migrate`` refuses, for a change only a state rewrite or replay makes."""
+    from spark_jobs.contract import binding
     from spark_jobs.jobs import definition, fingerprint
-    from spark_jobs.runtime import binding
     from spark_jobs.upgrade import verdicts
     from spark_jobs.upgrade.plan import make_plan
 
@@ -234,8 +234,8 @@ def preview(
 ) -> dict[str, Any]:
     """Run the job as declared now from the snapshot before ``since`` into a shadow table and
     compare it with the live table; the result as ``--json`` prints it."""
+    from spark_jobs.contract import binding
     from spark_jobs.jobs import definition
-    from spark_jobs.runtime import binding
 
     spec: Any = target.spec
     _refuse_kafka(spec)

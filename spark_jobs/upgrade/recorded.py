@@ -9,9 +9,8 @@ import json
 from spark_jobs.checkpoints.files import filesystem
 from spark_jobs.checkpoints.layout import Layout, read_layout
 from spark_jobs.checkpoints.validate import PROVIDER_CONF, SHUFFLE_CONF
-from spark_jobs.contract import delta
+from spark_jobs.contract import binding, delta
 from spark_jobs.contract.errors import UserError
-from spark_jobs.runtime import binding
 from spark_jobs.state.buckets import BUCKET
 from spark_jobs.upgrade import schemas
 from spark_jobs.upgrade.facts import Recorded

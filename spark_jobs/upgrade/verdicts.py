@@ -108,8 +108,8 @@ def _fingerprint(rec: Recorded, now: Facts, job: str) -> list[Change]:
 
 
 def _params(before: dict[str, Any], after: dict[str, Any], job: str) -> list[Change]:
+    from spark_jobs.contract.binding import changes
     from spark_jobs.jobs import definition
-    from spark_jobs.runtime.binding import changes
 
     out = []
     # The very comparison run's check makes (as the job reads them: a default written out or
@@ -129,7 +129,7 @@ def _params(before: dict[str, Any], after: dict[str, Any], job: str) -> list[Cha
 
 
 def _setting(k: str, b: Any, a: Any, rec: Recorded, job: str) -> Change:
-    """A spec setting or declaration fact the binding records (spark_jobs.runtime.binding)."""
+    """A spec setting or declaration fact the binding records (spark_jobs.contract.binding)."""
     if k == "shuffle_partitions":
         return Change(
             k,

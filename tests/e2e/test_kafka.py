@@ -196,7 +196,7 @@ def test_a_topic_recreated_and_grown_past_the_checkpoint_is_refused_by_its_id(
     offsets; past them, its first records would be skipped without a word."""
     from deltalake import DeltaTable
 
-    from spark_jobs.runtime.binding import read_binding
+    from spark_jobs.contract.binding import read_binding
 
     uri = f"kafka://{kafka_broker}/clicks-reborn"
     _send(uri, [(p, _click(f"u{p}", p, f"r{p}")) for p in range(3)] * 2)  # offsets 0-1 each

@@ -16,11 +16,11 @@ from spark_jobs.checkpoints.restore import restore
 from spark_jobs.checkpoints.roots import Target, resolve
 from spark_jobs.checkpoints.snapshots import take_snapshot
 from spark_jobs.cli import main as cli_main
+from spark_jobs.contract.binding import read_binding
 from spark_jobs.contract.blocks import Snapshots
 from spark_jobs.contract.lock import JobLock
 from spark_jobs.contract.spec import load_spec
 from spark_jobs.jobs.runner import run_job
-from spark_jobs.runtime.binding import read_binding
 
 pytestmark = pytest.mark.integration
 

@@ -27,7 +27,7 @@ from spark_jobs.checkpoints.roots import Target
 from spark_jobs.checkpoints.snapshots import take_snapshot
 from spark_jobs.checkpoints.validate import validate_checkpoint
 from spark_jobs.cli import main as cli_main
-from spark_jobs.contract import delta
+from spark_jobs.contract import binding, delta, paths
 from spark_jobs.contract.blocks import Snapshots
 from spark_jobs.contract.errors import LockHeld, UserError
 from spark_jobs.contract.lock import JobLock
@@ -211,6 +211,16 @@ def _foreign_folder(ck: Path) -> None:
     (ck / "orders.csv").write_text("id\n1\n")
 
 
+def _bind_to_a_removed_table(ck: Path) -> None:
+    """The table the checkpoint filled is gone. Every copy shares the base's table, so the copy's
+    binding names a path where no table is, as a removed table leaves it."""
+    record_file = ck / paths.STATEKEEPER_DIR / paths.BINDING_FILE
+    record = json.loads(record_file.read_text())
+    gone = ck.parent / "removed_table"
+    record[binding.TABLES] = {"output": str(gone), "quarantine": str(gone / "_quarantine")}
+    record_file.write_text(json.dumps(record))
+
+
 # code -> (how to break the copy, spec changes, module constants to lower)
 CASES = {
     "METADATA_MISSING": (lambda ck: _rm(ck / "metadata"), {}, {}),
@@ -255,6 +265,7 @@ CASES = {
         {},
     ),
     "FILE_SOURCE_LOG_BLOAT": (_fill_source_log, {}, {"SOURCE_LOG_BLOAT_BYTES": 100}),
+    "TABLE_GONE": (_bind_to_a_removed_table, {}, {}),
 }
 
 

@@ -24,13 +24,13 @@ from spark_jobs.checkpoints.restore import restore
 from spark_jobs.checkpoints.rollback import rollback
 from spark_jobs.checkpoints.roots import Target
 from spark_jobs.checkpoints.snapshots import take_snapshot
+from spark_jobs.checkpoints.validate import validate_checkpoint
 from spark_jobs.cli import build_parser
-from spark_jobs.contract import delta
+from spark_jobs.contract import binding, delta
 from spark_jobs.contract.blocks import Snapshots
 from spark_jobs.contract.errors import ExitCode, UserError
 from spark_jobs.contract.spec import load_spec
 from spark_jobs.jobs.runner import run_job
-from spark_jobs.runtime import binding
 
 pytestmark = pytest.mark.integration
 
@@ -176,17 +176,22 @@ def test_a_committed_checkpoints_removed_table_is_refused_unless_rebound(
     before = table_rows(spark, str(a))
     shutil.rmtree(a)
     write_part(tmp_path / "land", 1)
+    # the DAGs' validate step says so before a submit, and so does the health page
+    (gone,) = validate_checkpoint(spec.checkpoint, spec).errors
+    assert gone.code == "TABLE_GONE" and f"output table {a} is gone" in gone.message
+    assert "--rebind-tables" in gone.fix
 
     with pytest.raises(UserError) as refused:
         run_job(spec, spark=spark)
     line = str(refused.value)
     assert refused.value.exit_code == ExitCode.UNSAFE and len(line.splitlines()) == 1
-    assert f"output table {a} is gone" in line and "--rebind-tables" in line
+    assert line == f"{gone.message}; {gone.fix}"
     assert not a.exists()
 
     run_job(spec, spark=spark, rebind_tables=True)
     assert sorted(before + table_rows(spark, str(a))) == reference[0]
     run_job(spec, spark=spark)  # bound anew: nothing to say
+    assert validate_checkpoint(spec.checkpoint, spec).errors == []
 
 
 def test_a_table_removed_under_a_running_query_fails_its_next_batch(spark, tmp_path):

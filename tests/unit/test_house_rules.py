@@ -120,7 +120,7 @@ def test_unit_tests_mirror_the_source_packages():
 def test_a_test_out_of_place_is_named_with_the_fix(tmp_path):
     for rel, text in {
         "state/test_fraud.py": "from spark_jobs.state import fraud\n",  # in place
-        "state/test_binding.py": "from spark_jobs.runtime import binding\n",
+        "state/test_binding.py": "from spark_jobs.contract import binding\n",
         "plugins/test_hooks.py": "from statekeeper import hooks\n",  # in place
         "nowhere/test_x.py": "import spark_jobs\n",
         "test_loose.py": "",

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from spark_jobs.cli import main
+from spark_jobs.contract import binding
 from spark_jobs.contract.errors import ExitCode
-from spark_jobs.runtime import binding
 
 pytestmark = pytest.mark.unit
 

@@ -15,10 +15,10 @@ from fresh_imports import packages_after
 
 from spark_jobs.checkpoints.roots import Target
 from spark_jobs.checkpoints.synthetic import make_checkpoint
+from spark_jobs.contract import binding
 from spark_jobs.contract.errors import ExitCode, UserError
 from spark_jobs.contract.spec import load_spec
 from spark_jobs.jobs import definition, fingerprint
-from spark_jobs.runtime import binding
 from spark_jobs.upgrade import verdicts
 from spark_jobs.upgrade.declared import read_declared
 from spark_jobs.upgrade.plan import make_plan

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from spark_jobs.contract import binding
 from spark_jobs.contract.errors import UserError
-from spark_jobs.runtime import binding
 
 pytestmark = pytest.mark.unit
 

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
+from spark_jobs.contract import binding
 from spark_jobs.contract.errors import ExitCode, UserError
-from spark_jobs.runtime import binding
 
 pytestmark = pytest.mark.unit
 
@@ -108,7 +108,9 @@ def test_an_output_table_gone_after_a_committed_batch_is_refused_unless_rebound(
     commit(ck, 0)
     (out / "_delta_log").mkdir(parents=True)
     binding.bind_tables(str(ck), mine)  # there: fine
+    assert binding.owed_batches(str(ck)) is None
     (out / "_delta_log").rmdir()
+    assert binding.owed_batches(str(ck)) == (-1, 0)  # what validate's TABLE_GONE reads
     with pytest.raises(UserError) as refused:
         binding.bind_tables(str(ck), mine)
     line = str(refused.value)
@@ -120,6 +122,7 @@ def test_an_output_table_gone_after_a_committed_batch_is_refused_unless_rebound(
     record = binding.read_binding(str(ck))
     assert record[binding.TABLES_SINCE] == 0 and record["rebinds"][0]["to"] == mine
     binding.bind_tables(str(ck), mine)  # no batch since the rebind yet
+    assert binding.owed_batches(str(ck)) is None
 
 
 def test_a_binding_of_an_earlier_release_learns_when_its_table_is_there(tmp_path):

@@ -164,7 +164,11 @@ def bound_tables(checkpoint: str) -> dict[str, str] | None:
     A record naming the output alone (edited by hand) gets the quarantine every run gives that
     output, never the output itself: maintain would then compact the output twice and restore
     would reset it twice."""
-    tables = (read_binding(checkpoint) or {}).get(TABLES)
+    return _bound(read_binding(checkpoint) or {})
+
+
+def _bound(record: dict[str, Any]) -> dict[str, str] | None:
+    tables = record.get(TABLES)
     if not isinstance(tables, dict) or not tables.get("output"):
         return None
     out = str(tables["output"])
@@ -212,10 +216,9 @@ def bind_tables(checkpoint: str, tables: dict[str, str], rebind: bool = False) -
                 record[TABLES_SINCE] = last_commit(checkpoint)
                 write_binding(checkpoint, record)
             return
+        if not rebind and (owed := owed_batches(checkpoint, record)) is not None:
+            raise _gone(checkpoint, tables["output"], *owed)
         if not rebind:
-            since, last = record.get(TABLES_SINCE), last_commit(checkpoint)
-            if isinstance(since, int) and last > since:
-                raise _gone(checkpoint, tables["output"], since, last)
             return  # no batch owes it rows yet: the run makes it
     committed = has_state(checkpoint)
     if bound is not None and committed:
@@ -233,15 +236,41 @@ def bind_tables(checkpoint: str, tables: dict[str, str], rebind: bool = False) -
     write_binding(checkpoint, record)
 
 
-def _gone(checkpoint: str, output: str, since: int, last: int) -> UserError:
-    return UserError(
+def owed_batches(checkpoint: str, record: dict[str, Any] | None = None) -> tuple[int, int] | None:
+    """``(since, last)`` when the bound output table is gone although batches ``since + 1`` to
+    ``last`` committed after the binding wrote it (their rows are lost with it); None while the
+    table is there, nothing owes it rows, or the binding is of a release before
+    :data:`TABLES_SINCE`. ``record``: the binding, when the caller has read it."""
+    from spark_jobs.contract import delta
+
+    record = (read_binding(checkpoint) or {}) if record is None else record
+    since, bound = record.get(TABLES_SINCE), _bound(record)
+    if bound is None or not isinstance(since, int) or delta.exists(bound["output"]):
+        return None
+    last = last_commit(checkpoint)
+    return (since, last) if last > since else None
+
+
+# The ways out when the bound output is gone (:func:`owed_batches`): the run's refusal and
+# ``checkpoint validate``'s TABLE_GONE finding give the same.
+GONE_FIX = (
+    "put the table back at that path (from a backup), or rebuild it with a new --checkpoint "
+    f"(reads all input again), or pass {REBIND_FLAG} to run to start a new table there from "
+    "this checkpoint's next batch (docs/checkpoints.md)"
+)
+
+
+def gone_line(checkpoint: str, output: str, since: int, last: int) -> str:
+    """What is lost when the bound output is gone (:func:`owed_batches`)."""
+    return (
         f"output table {output} is gone, yet checkpoint {checkpoint} committed batches "
-        f"{since + 1}..{last} into it: a run would start a new table without their rows; "
-        f"put the table back at that path (from a backup), or rebuild it with a new "
-        f"--checkpoint (reads all input again), or pass {REBIND_FLAG} to start a new table "
-        "there from this checkpoint's next batch (docs/checkpoints.md)",
-        exit_code=ExitCode.UNSAFE,
+        f"{since + 1}..{last} into it: a run would start a new table without their rows"
     )
+
+
+def _gone(checkpoint: str, output: str, since: int, last: int) -> UserError:
+    line = f"{gone_line(checkpoint, output, since, last)}; {GONE_FIX}"
+    return UserError(line, exit_code=ExitCode.UNSAFE)
 
 
 def _same_tables(a: dict[str, str], b: dict[str, str]) -> bool:
