@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from spark_jobs.contract import delta
@@ -89,6 +90,26 @@ def past_retention(uri: str, last_version: int, now: float | None = None) -> str
         f"version {last_version} of {uri} was written {_age(age)} ago, near or past the table's "
         f"file retention ({kept}), after which VACUUM may delete its files"
     )
+
+
+def made_anew(uri: str, last_run: datetime | None) -> str | None:
+    """Why ``uri`` is not the table a run at ``last_run`` validated (one line), else None.
+
+    A table removed and written again (its folder deleted by hand, the quarantine cleared with
+    ``rm``, a ``--rebind-tables`` run) numbers its versions from 0 again: "the versions after
+    the last validated one" would skip its rows until it passes that number, and a quarantine
+    would read as "nothing new", rate 0. Delta records when a table was made (its ``metaData``
+    action's ``createdTime``, kept by property changes and ``RESTORE``)."""
+    if last_run is None or not delta.exists(uri):
+        return None
+    from deltalake import DeltaTable
+
+    created_ms = DeltaTable(uri).metadata().created_time
+    # run_time is the runner's naive local clock (datetime.now()), as the history reads it back
+    if created_ms is None or created_ms / 1000 <= last_run.timestamp():
+        return None
+    made = datetime.fromtimestamp(created_ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
+    return f"{uri} was made anew at {made}, after the last validated run: validated it whole"
 
 
 def _age(seconds: float) -> str:

@@ -50,11 +50,14 @@ def run_quality(
     out = QualityResult(spec.name, uri, run_id, run_time, results_table=paths.results_uri(uri))
     history = results.History(out.results_table)
     quarantine_uri = paths.join(uri, paths.QUARANTINE_TABLE)
-    last_main = history.last_version(uri, suite.name)
-    last_quar = history.last_version(quarantine_uri, suite.quarantine_name)
+    last_main, last_quar = (
+        _last_validated(out, history, u, name)
+        for u, name in ((uri, suite.name), (quarantine_uri, suite.quarantine_name))
+    )
     expired = None if full else _past_retention(((uri, last_main), (quarantine_uri, last_quar)))
     if expired:
-        full, out.note = True, f"{expired}: validated the whole table and its quarantine"
+        full = True
+        out.add_note(f"{expired}: validated the whole table and its quarantine")
     out.engine = engines.choose(engine, spec, ((uri, last_main), (quarantine_uri, last_quar)), full)
     eng = engines.make(out.engine, spark, spec.name)
     keys, upsert = definition(spec.name).keys, spec.output_mode == "update"
@@ -96,6 +99,17 @@ def run_quality(
     results.append(uri, out.rows)
     out.seconds = round(time.time() - started, 2)
     return out
+
+
+def _last_validated(
+    out: QualityResult, history: results.History, uri: str, suite: str
+) -> int | None:
+    """The newest version of ``uri`` that ``suite`` validated; None (validate it whole, noted in
+    ``out``) when the table was made anew since (:func:`incremental.made_anew`)."""
+    if why := incremental.made_anew(uri, history.last_run_time(uri, suite)):
+        out.add_note(why)
+        return None
+    return history.last_version(uri, suite)
 
 
 def _past_retention(tables: tuple[tuple[str, int | None], ...]) -> str | None:

@@ -172,3 +172,34 @@ def test_versions_past_the_retention_and_vacuumed_are_validated_whole(spark, tmp
         write(spark, job, table, [clean_row(job, 40 + i) for i in range(3)])
     for _, _, batches, _ in both(tmp_path, job):
         assert [(b[2], b[3]) for b in batches] == [("incremental", 3)]
+
+
+def test_a_quarantine_made_anew_is_validated_whole_not_read_as_nothing_new(spark, tmp_path):
+    """Someone cleared the quarantine with ``rm -rf``; the next batch with bad lines made it again,
+    its versions numbered from 0. Both engines took "versions after the last validated one" of the
+    old table for it: "nothing quarantined since version 0: quarantine rate 0", the new bad rows
+    unchecked until the new table outgrew the old one's versions. Now the table's creation time
+    (after the last run) says it is another table: it is validated whole, and the note says why."""
+    job = "user_counts"
+    table = tmp_path / "pandas" / job
+    write(spark, job, table, [clean_row(job, i) for i in range(10)])
+    quarantine(spark, table, 2)
+    log_progress(tmp_path / "ck", read=200, watermark=minutes(60))
+    shutil.copytree(table, tmp_path / "spark" / job)
+    for _, _, batches, _ in both(tmp_path, job):
+        assert [(b[1], b[2], b[3]) for b in batches[1:]] == [("0..0", "first run", 2)]
+
+    for engine in ("pandas", "spark"):
+        shutil.rmtree(tmp_path / engine / job / "_quarantine")
+        quarantine(spark, tmp_path / engine / job, 3)
+    runs = {}
+    for engine in ("pandas", "spark"):
+        spec = load_spec(job).with_overrides(
+            output=str(tmp_path / engine / job), checkpoint=str(tmp_path / "ck")
+        )
+        res = run_quality(spec, engine=engine)
+        assert f"{tmp_path / engine / job / '_quarantine'} was made anew at" in res.note, res.note
+        runs[engine] = verdicts(res)
+    assert runs["pandas"][2:] == runs["spark"][2:]
+    ((suite, versions, mode, count),) = runs["pandas"][2]
+    assert (suite.endswith("quarantine"), versions, mode, count) == (True, "0..0", "first run", 3)
