@@ -253,7 +253,8 @@ def never_read_line(uri: str, job: str) -> str | None:
     return (
         f"statekeeper: job {job} never reads {len(names)} entr{'y' if len(names) == 1 else 'ies'} "
         f"of landing folder {uri}: {shown(names)} (it reads files named {paths.LANDING_GLOB} in the "
-        "folder itself; rename or move them there)"
+        f"folder itself, with none of {' '.join(paths.UNREADABLE_NAME_CHARS)} in the name; rename "
+        "or move them there)"
     )
 
 

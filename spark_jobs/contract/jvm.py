@@ -20,17 +20,21 @@ from spark_jobs.contract import paths
 from spark_jobs.contract.errors import UserError
 
 SPARK_LIST = Path("include") / "spark" / "jars.txt"
-# The project's own JVM classes: the parse's first tier (a Spark UDF; docs/jobs.md) and Delta's
-# log store for local files (docs/tables.md). Compiled at set-up (:mod:`spark_jobs.runtime.
+# The project's own JVM classes: the parse's first tier (a Spark UDF; docs/jobs.md), the file
+# listing's filter of landing names (docs/jobs.md) and Delta's log store for local files
+# (docs/tables.md). Compiled at set-up (:mod:`spark_jobs.runtime.
 # own_jar`) into one jar in the jars cache, named by a hash of the sources, so an edited source
 # is never run as the old class.
 JVM_DIR = Path("spark_jobs") / "io" / "jvm" / "statekeeper"
 PARSER_SOURCE = JVM_DIR / "ParseLine.java"
 LOG_STORE_SOURCE = JVM_DIR / "LocalListLogStore.java"
-JVM_SOURCES = (PARSER_SOURCE, LOG_STORE_SOURCE)
+NAME_FILTER_SOURCE = JVM_DIR / "LandingNameFilter.java"
+JVM_SOURCES = (PARSER_SOURCE, LOG_STORE_SOURCE, NAME_FILTER_SOURCE)
 PARSER_CLASS = "statekeeper.ParseLine"
 LOG_STORE_CLASS = "statekeeper.LocalListLogStore"
 LOG_STORE_CONF = "spark.delta.logStore.file.impl"  # Delta's store for file: URIs
+NAME_FILTER_CLASS = "statekeeper.LandingNameFilter"
+NAME_FILTER_CONF = "spark.hadoop.mapreduce.input.pathFilter.class"  # Spark's file index reads it
 OWN_JAR_PREFIX = "statekeeper-jvm-"
 
 

@@ -72,6 +72,10 @@ def base_confs() -> dict[str, str]:
         # file's status: a log of a day of one-second batches (~360,000 entries) cost Delta's
         # own store ~4 s a listing, at least one a write (docs/tables.md, the project's jar).
         jvm.LOG_STORE_CONF: jvm.LOG_STORE_CLASS,
+        # Landing files whose names Spark cannot read as one file (a glob character made it read
+        # every other file of the batch twice) are left out of every listing, and the run names
+        # them (paths.UNREADABLE_NAME_CHARS; docs/jobs.md, "Landing files").
+        jvm.NAME_FILTER_CONF: jvm.NAME_FILTER_CLASS,
     }
 
 

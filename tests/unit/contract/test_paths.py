@@ -3,6 +3,8 @@ so the Airflow plugin and the spec loader share it."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from fresh_imports import packages_after
 
@@ -60,3 +62,16 @@ def test_a_root_itself_is_refused_as_a_root_not_as_outside(tmp_path, monkeypatch
 )
 def test_landing_file_is_the_file_sources_rule(name: str, read: bool):
     assert paths.landing_file(name) is read
+
+
+def test_a_landing_name_with_a_character_spark_cannot_read_is_no_landing_file():
+    """The Python checks of what a run reads and the JVM's listing filter refuse the same names."""
+    from spark_jobs.contract import jvm
+
+    java = (paths.project_root() / jvm.NAME_FILTER_SOURCE).read_text()
+    (declared,) = re.findall(r'static final String REFUSED = "((?:[^"\\]|\\.)*)";', java)
+    assert declared.encode().decode("unicode_escape") == paths.UNREADABLE_NAME_CHARS
+    assert paths.landing_file("clicks-2026-11-29.json")
+    assert paths.landing_file("with space %41 ünï.json.gz")
+    for name in ("b[1].json", "c{2}.json", "q?.json", "a*.json", "a\\b.json", "t10:00Z.json"):
+        assert not paths.landing_file(name), name

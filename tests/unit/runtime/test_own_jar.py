@@ -43,9 +43,11 @@ def test_the_jar_is_built_once_per_source_and_an_old_one_removed(project):
 
     assert jar.parent == paths.jars_dir() and jar.name.startswith(jvm.OWN_JAR_PREFIX)
     with zipfile.ZipFile(jar) as z:
-        assert {"statekeeper/ParseLine.class", "statekeeper/LocalListLogStore.class"} <= set(
-            z.namelist()
-        )
+        assert {
+            "statekeeper/ParseLine.class",
+            "statekeeper/LocalListLogStore.class",
+            "statekeeper/LandingNameFilter.class",
+        } <= set(z.namelist())
     made = jar.stat().st_mtime_ns
     assert own_jar.build() == jar and jar.stat().st_mtime_ns == made  # nothing to do
 
