@@ -112,8 +112,7 @@ def _validate(checkpoint: str, spec: Any, snapshot_root: str | None, lay: Layout
         if changed := changed_after_read(lay):
             rep.add("LANDING_FILES_CHANGED", describe_changed(changed))
         if (owed := binding.owed_batches(checkpoint)) is not None:
-            output = (binding.bound_tables(checkpoint) or {}).get("output", "")
-            rep.add("TABLE_GONE", binding.gone_line(checkpoint, output, *owed))
+            rep.add("TABLE_GONE", binding.table_gone_line(checkpoint, *owed))
         if spec is not None:
             _check_spec(lay, rep, spec, snapshot_root)
     rep.seconds = time.perf_counter() - started

@@ -217,7 +217,8 @@ def bind_tables(checkpoint: str, tables: dict[str, str], rebind: bool = False) -
                 write_binding(checkpoint, record)
             return
         if not rebind and (owed := owed_batches(checkpoint, record)) is not None:
-            raise _gone(checkpoint, tables["output"], *owed)
+            _, since, last = owed
+            raise _gone(checkpoint, tables["output"], since, last)
         if not rebind:
             return  # no batch owes it rows yet: the run makes it
     committed = has_state(checkpoint)
@@ -236,10 +237,12 @@ def bind_tables(checkpoint: str, tables: dict[str, str], rebind: bool = False) -
     write_binding(checkpoint, record)
 
 
-def owed_batches(checkpoint: str, record: dict[str, Any] | None = None) -> tuple[int, int] | None:
-    """``(since, last)`` when the bound output table is gone although batches ``since + 1`` to
-    ``last`` committed after the binding wrote it (their rows are lost with it); None while the
-    table is there, nothing owes it rows, or the binding is of a release before
+def owed_batches(
+    checkpoint: str, record: dict[str, Any] | None = None
+) -> tuple[str, int, int] | None:
+    """``(output, since, last)`` when the bound ``output`` table is gone although batches
+    ``since + 1`` to ``last`` committed after the binding wrote it (their rows are lost with it);
+    None while the table is there, nothing owes it rows, or the binding is of a release before
     :data:`TABLES_SINCE`. ``record``: the binding, when the caller has read it."""
     from spark_jobs.contract import delta
 
@@ -248,19 +251,19 @@ def owed_batches(checkpoint: str, record: dict[str, Any] | None = None) -> tuple
     if bound is None or not isinstance(since, int) or delta.exists(bound["output"]):
         return None
     last = last_commit(checkpoint)
-    return (since, last) if last > since else None
+    return (bound["output"], since, last) if last > since else None
 
 
 # The ways out when the bound output is gone (:func:`owed_batches`): the run's refusal and
 # ``checkpoint validate``'s TABLE_GONE finding give the same.
 GONE_FIX = (
     "put the table back at that path (from a backup), or rebuild it with a new --checkpoint "
-    f"(reads all input again), or pass {REBIND_FLAG} to run to start a new table there from "
+    f"(reads all input again), or run with {REBIND_FLAG} to start a new table there from "
     "this checkpoint's next batch (docs/checkpoints.md)"
 )
 
 
-def gone_line(checkpoint: str, output: str, since: int, last: int) -> str:
+def table_gone_line(checkpoint: str, output: str, since: int, last: int) -> str:
     """What is lost when the bound output is gone (:func:`owed_batches`)."""
     return (
         f"output table {output} is gone, yet checkpoint {checkpoint} committed batches "
@@ -269,7 +272,7 @@ def gone_line(checkpoint: str, output: str, since: int, last: int) -> str:
 
 
 def _gone(checkpoint: str, output: str, since: int, last: int) -> UserError:
-    line = f"{gone_line(checkpoint, output, since, last)}; {GONE_FIX}"
+    line = f"{table_gone_line(checkpoint, output, since, last)}; {GONE_FIX}"
     return UserError(line, exit_code=ExitCode.UNSAFE)
 
 

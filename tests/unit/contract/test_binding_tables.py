@@ -110,7 +110,7 @@ def test_an_output_table_gone_after_a_committed_batch_is_refused_unless_rebound(
     binding.bind_tables(str(ck), mine)  # there: fine
     assert binding.owed_batches(str(ck)) is None
     (out / "_delta_log").rmdir()
-    assert binding.owed_batches(str(ck)) == (-1, 0)  # what validate's TABLE_GONE reads
+    assert binding.owed_batches(str(ck)) == (str(out), -1, 0)  # what validate's TABLE_GONE says
     with pytest.raises(UserError) as refused:
         binding.bind_tables(str(ck), mine)
     line = str(refused.value)
