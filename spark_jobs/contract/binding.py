@@ -216,10 +216,10 @@ def bind_tables(checkpoint: str, tables: dict[str, str], rebind: bool = False) -
                 record[TABLES_SINCE] = last_commit(checkpoint)
                 write_binding(checkpoint, record)
             return
-        if not rebind and (owed := owed_batches(checkpoint, record)) is not None:
-            _, since, last = owed
-            raise _gone(checkpoint, tables["output"], since, last)
         if not rebind:
+            if (owed := owed_batches(checkpoint, record)) is not None:
+                _, since, last = owed
+                raise _gone(checkpoint, tables["output"], since, last)
             return  # no batch owes it rows yet: the run makes it
     committed = has_state(checkpoint)
     if bound is not None and committed:

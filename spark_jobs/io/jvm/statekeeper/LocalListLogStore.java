@@ -35,9 +35,9 @@ import java.util.List;
  * after the name, and reads the status of those only (0.5 s for a million). What it returns is
  * what Delta's store returns: the same entries (Hadoop's hidden checksum files left out, as
  * Hadoop's listing leaves them out), sorted by name, each with its status; a folder that does
- * not exist is the same {@link FileNotFoundException}. Writing and reading are those of the store Delta chooses for
- * local files, {@link HDFSLogStore} (a commit renamed into place only if no other writer's is
- * there, which a compaction in another JVM beside a running job relies on).
+ * not exist is the same {@link FileNotFoundException}. Writing and reading are those of the
+ * store Delta chooses for local files, {@link HDFSLogStore} (a commit renamed into place only if
+ * no other writer's is there, which a compaction in another JVM beside a running job relies on).
  */
 public class LocalListLogStore extends HDFSLogStore {
 
