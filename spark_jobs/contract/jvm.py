@@ -181,11 +181,32 @@ def quick_compiler(available_now: bool, pending_bytes: int | None) -> bool:
 
 
 def driver_options(quick: bool = False) -> str:
-    """Every driver JVM's options: the class archive's, :data:`QUICK_COMPILER` for a short run
-    (:func:`quick_compiler`), then a deployment's own (``$STATEKEEPER_DRIVER_JAVA_OPTIONS``: the
-    last of a repeated option wins, so ``-XX:TieredStopAtLevel=4`` there keeps both compilers)."""
-    options = (java_options(), QUICK_COMPILER if quick else "", os.environ.get(EXTRA, "").strip())
+    """Every driver JVM's options: where its crash report goes, the class archive's,
+    :data:`QUICK_COMPILER` for a short run (:func:`quick_compiler`), then a deployment's own
+    (``$STATEKEEPER_DRIVER_JAVA_OPTIONS``: the last of a repeated option wins, so
+    ``-XX:TieredStopAtLevel=4`` there keeps both compilers)."""
+    options = (
+        crash_report_option(),
+        java_options(),  # the archive's check sends its crash report beside the candidate: later
+        QUICK_COMPILER if quick else "",
+        os.environ.get(EXTRA, "").strip(),
+    )
     return " ".join(x for x in options if x)
+
+
+CRASH_REPORT = "hs_err_pid%p.log"  # the JVM's own name for it; %p: the JVM's pid
+
+
+def crash_report_option() -> str:
+    """``-XX:ErrorFile`` in :func:`spark_jobs.contract.paths.jvm_crash_dir` (made here: the JVM
+    does not make folders). "" when it cannot be made: the JVM then writes its report where it
+    always does, in its working folder (else /tmp)."""
+    folder = paths.jvm_crash_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return ""
+    return f"-XX:ErrorFile={folder / CRASH_REPORT}"
 
 
 def size_file(archive: Path) -> Path:

@@ -210,6 +210,12 @@ def broker_jars_dir() -> Path:
     return cache_dir() / "kafka-broker"
 
 
+def jvm_crash_dir() -> Path:
+    """Where a driver JVM that crashes writes its report (``hs_err_pid*.log``): the data folder,
+    not the working folder of whoever started the run (a user's, an Airflow worker's)."""
+    return data_dir() / "jvm-crashes"
+
+
 def kafka_dir() -> Path:
     """The local broker's log dirs, config, pid file and log (``kafka up``)."""
     return data_dir() / "kafka"

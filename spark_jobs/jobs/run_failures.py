@@ -57,6 +57,29 @@ def failure(spec: JobSpec, exc: BaseException) -> JobFailed:
     return JobFailed(head + spark_errors.reason(exc, spark_errors.LINE_LIMIT - len(head)))
 
 
+def jvm_gone(spec: JobSpec, since: float) -> JobFailed:
+    """The one line for a run whose driver JVM went away under it: the crash report it wrote
+    since the run began (:func:`spark_jobs.contract.jvm.crash_report_option`), else a kill (by
+    hand, or the kernel's when memory ran out), which leaves none."""
+    reports = []
+    for report in paths.jvm_crash_dir().glob("hs_err_pid*.log"):
+        try:
+            if report.stat().st_mtime >= since:
+                reports.append((report.stat().st_mtime, report))
+        except FileNotFoundError:
+            continue  # removed since the folder was listed
+    why = (
+        f"it crashed (its report: {max(reports)[1]})"
+        if reports
+        else "it was killed (it wrote no crash report: a kill by hand, or the kernel's short of "
+        "memory)"
+    )
+    return JobFailed(
+        f"job {spec.name} failed: its driver JVM went away mid-run: {why}. A batch it did not "
+        "commit runs again at the next run, once: nothing is lost or doubled"
+    )
+
+
 def unreadable_line(spec: JobSpec, path: str, cause: str) -> str:
     """What to do about a file Spark could not read. A landing file (a truncated ``.json.gz``, a
     file without read rights) failed its batch before the batch committed; the batch is re-run

@@ -30,7 +30,7 @@ from spark_jobs.contract.spec import JobSpec
 from spark_jobs.io import events as ev
 from spark_jobs.io import sinks, sources, watermarks
 from spark_jobs.jobs import definition, fingerprint, query_wait
-from spark_jobs.jobs.run_failures import failure
+from spark_jobs.jobs.run_failures import failure, jvm_gone
 from spark_jobs.runtime import progress, spark_errors
 
 if TYPE_CHECKING:
@@ -307,6 +307,7 @@ def run_job(
             if record_events
             else eventlog.OFF
         )
+        gone = False  # the driver's JVM went away under the run
         try:
             with query_wait.graceful_stop(stop_signal):
                 query_wait.wait_restarting(
@@ -319,10 +320,14 @@ def run_job(
             query_wait.wait_for_listener(spec, queries)
         except spark_errors.SPARK_ERRORS as exc:  # a failed query, a refused plan, a JVM error
             raise failure(spec, exc) from exc
+        except spark_errors.GATEWAY_ERRORS as exc:
+            gone = True
+            raise jvm_gone(spec, started) from exc
         finally:
-            for q in queries:
-                query_wait.stop_quietly(q, qname)
-            spark.streams.removeListener(listener)
+            if not gone:  # a JVM that went away has no query left to stop, no listener
+                for q in queries:
+                    query_wait.stop_quietly(q, qname)
+                spark.streams.removeListener(listener)
             events.close(sys.exc_info()[1], stop_signal)  # the stop or failure row, last appends
         summary = summarise(spec, started, {str(q.runId) for q in queries}, before)
         if stop_signal:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from spark_jobs.contract import jvm, network, paths
 from spark_jobs.contract import table_settings as tables
@@ -126,6 +126,7 @@ def build_session(
     for k, v in settings.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
+    _quiet_accumulator_server(spark)
     spark.sparkContext.setLogLevel(os.environ.get("STATEKEEPER_SPARK_LOG_LEVEL", "ERROR"))
     # getOrCreate reuses a live session (tests): runtime SQL confs must still follow the spec.
     # Static ones (the extensions, the codegen cache: Spark says which) and the catalog took
@@ -138,3 +139,20 @@ def build_session(
         if runtime and "catalog" not in k and not static(k):
             spark.conf.set(k, v)
     return spark
+
+
+def _quiet_accumulator_server(spark: SparkSession) -> None:
+    """pyspark's accumulator server (a thread serving the JVM) prints a traceback when the JVM
+    goes away mid-request; the run says that in its own line (``spark_errors.GATEWAY_ERRORS``),
+    so the server stays quiet about it. Any other error of the server's is printed as before."""
+    server = getattr(spark.sparkContext, "_accumulatorServer", None)
+    if server is None or getattr(server, "statekeeper_quiet", False):
+        return
+    loud = server.handle_error
+
+    def handle_error(request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], EOFError | ConnectionError):
+            loud(request, client_address)
+
+    server.handle_error = handle_error
+    server.statekeeper_quiet = True

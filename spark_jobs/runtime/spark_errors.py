@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from urllib.parse import unquote, urlparse
 
-from py4j.protocol import Py4JError, Py4JJavaError
+from py4j.protocol import Py4JError, Py4JJavaError, Py4JNetworkError
 from pyspark.errors import PySparkException
 
 # pyspark converts the JVM's errors it knows (StreamingQueryException, AnalysisException,
@@ -18,9 +18,12 @@ from pyspark.errors import PySparkException
 # a JVM error it does not convert reaches Python as py4j's Py4JJavaError.
 SPARK_ERRORS: tuple[type[Exception], ...] = (PySparkException, Py4JJavaError)
 
-# Stopping a query can also meet a gateway that went with the JVM (Py4JNetworkError is a
-# Py4JError).
-STOP_ERRORS: tuple[type[Exception], ...] = (PySparkException, Py4JError)
+# The driver's JVM gone under a run (a crash, a kill, the kernel short of memory): py4j's calls
+# then fail on the socket, with its own error or the operating system's.
+GATEWAY_ERRORS: tuple[type[Exception], ...] = (Py4JNetworkError, ConnectionError)
+
+# Stopping a query can also meet a gateway that went with the JVM.
+STOP_ERRORS: tuple[type[Exception], ...] = (PySparkException, Py4JError, ConnectionError)
 
 
 TRACEBACK = "Traceback (most recent call last)"

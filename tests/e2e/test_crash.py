@@ -1,7 +1,8 @@
-"""Exactly once across a real crash: SIGKILL the whole `python -m spark_jobs run` process group
-mid-run, run again, and the tables equal an uninterrupted run's (no row lost, none doubled):
-the output table and the quarantine table, both written by the one query's batches. Also a new
-checkpoint killed inside its first batch, which used to leave it refused for good."""
+"""Exactly once across a real crash: the driver's JVM of a `python -m spark_jobs run` crashing
+mid-run, or the run's whole process group killed (SIGKILL) inside a new checkpoint's first batch,
+which used to leave it refused for good; run again, and the tables equal an uninterrupted run's
+(no row lost, none doubled): the output table and the quarantine table, both written by the one
+query's batches."""
 
 import json
 import os
@@ -12,6 +13,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import psutil
 import pytest
 import yaml
 
@@ -34,7 +36,9 @@ def specs_copy(tmp: Path, partitions: int = 2) -> Path:
     return out
 
 
-def cli(job: str, tmp: Path, specs: Path, name: str, **extra_env: str) -> subprocess.Popen:
+def cli(
+    job: str, tmp: Path, specs: Path, name: str, cwd: Path = ROOT, **extra_env: str
+) -> subprocess.Popen:
     env = {
         **os.environ,
         "STATEKEEPER_SPECS": str(specs),
@@ -57,7 +61,7 @@ def cli(job: str, tmp: Path, specs: Path, name: str, **extra_env: str) -> subpro
     ]
     return subprocess.Popen(
         args,
-        cwd=ROOT,
+        cwd=cwd,
         env=env,
         start_new_session=True,
         stdout=subprocess.PIPE,
@@ -81,13 +85,26 @@ def committed_batches(ckpt: Path) -> int:
     return len([p for p in commits.iterdir() if p.name.isdigit()]) if commits.exists() else 0
 
 
-# sessions (append sink) through the CLI here; every job, user_counts' upsert sink included, is
-# killed mid-run in the invariance harness (tests/integration/test_batching_invariance.py, (c)).
+def driver_jvm(run: subprocess.Popen) -> psutil.Process:
+    """The JVM a CLI run started (its driver: pyspark's gateway)."""
+    java = [p for p in psutil.Process(run.pid).children(recursive=True) if p.name() == "java"]
+    assert len(java) == 1, java
+    return java[0]
+
+
+# sessions (append sink) through the CLI here; every job, user_counts' upsert sink included, has
+# its run's whole process group killed mid-run in the invariance harness
+# (tests/integration/test_batching_invariance.py, (c)).
 @pytest.mark.parametrize("job", ["sessions"])
-def test_kill_mid_run_then_rerun_equals_uninterrupted(spark, tmp_path, monkeypatch, job):
-    """The killed run and its re-run go through the CLI; the uninterrupted run, the reference,
-    runs in this process on the same spec meanwhile (a JVM start less, and it overlaps the CLI's
-    JVM starts): what it proves is its table, not how it was started."""
+def test_driver_jvm_crash_mid_run_then_rerun_equals_uninterrupted(
+    spark, tmp_path, monkeypatch, job
+):
+    """The driver's JVM alone crashes mid-run (SIGSEGV, as native code in RocksDB once did): the
+    run, still alive, says so in one line, exit 1, naming the crash report, which the JVM wrote
+    under the data folder, not into the folder the run was started from. The killed run and its
+    re-run go through the CLI; the uninterrupted run, the reference, runs in this process on the
+    same spec meanwhile (a JVM start less, and it overlaps the CLI's JVM starts): what it proves
+    is its table, not how it was started."""
     from spark_jobs.contract.spec import load_spec
     from spark_jobs.jobs.runner import run_job
 
@@ -101,8 +118,10 @@ def test_kill_mid_run_then_rerun_equals_uninterrupted(spark, tmp_path, monkeypat
         output=str(tmp_path / "clean" / "out"),
         checkpoint=str(tmp_path / "clean" / "ckpt"),
     )
+    data, started_in = tmp_path / "data", tmp_path / "user"
+    started_in.mkdir()
 
-    victim = cli(job, tmp_path, specs, "crashed")
+    victim = cli(job, tmp_path, specs, "crashed", started_in, STATEKEEPER_DATA=str(data))
     with ThreadPoolExecutor(max_workers=1) as pool:
         clean = pool.submit(run_job, spec, spark=spark)
         deadline = time.time() + 600
@@ -115,10 +134,21 @@ def test_kill_mid_run_then_rerun_equals_uninterrupted(spark, tmp_path, monkeypat
         assert victim.poll() is None, (
             f"the run ended before it could be killed: {victim.communicate()[1][-500:]}"
         )
-        os.killpg(victim.pid, signal.SIGKILL)
-        victim.wait()
+        jvm = driver_jvm(victim)
+        jvm.send_signal(signal.SIGSEGV)
+        _, crashed = victim.communicate(timeout=120)
         killed_at = committed_batches(tmp_path / "crashed" / "ckpt")
         assert 2 <= killed_at < files + 1, killed_at  # killed mid-way
+        assert victim.returncode == 1, crashed[-800:]
+        report = data / "jvm-crashes" / f"hs_err_pid{jvm.pid}.log"
+        assert report.is_file()
+        assert "Traceback" not in crashed
+        assert crashed.strip().splitlines()[-1] == (
+            f"statekeeper: job {job} failed: its driver JVM went away mid-run: it crashed (its "
+            f"report: {report}). A batch it did not commit runs again at the next run, once: "
+            "nothing is lost or doubled"
+        )
+        assert list(started_in.iterdir()) == []
 
         again = cli(job, tmp_path, specs, "crashed")
         out, err = again.communicate(timeout=900)

@@ -1,6 +1,11 @@
 """An archive that is not whole is never handed to a JVM: it would crash it (SIGBUS), not be
 ignored (:mod:`spark_jobs.contract.jvm`)."""
 
+import os
+import shlex
+import signal
+import subprocess
+
 import pytest
 
 from spark_jobs.contract import jvm as jvm_archive
@@ -26,6 +31,7 @@ def test_an_archive_that_is_not_whole_is_not_used(tmp_path, monkeypatch):
 
 def test_a_deployments_own_driver_options_follow_the_archives(tmp_path, monkeypatch):
     archive = tmp_path / "driver-x.jsa"
+    monkeypatch.setattr(jvm_archive, "crash_report_option", lambda: "")
     monkeypatch.setattr(jvm_archive, "archive_path", lambda: archive)
     monkeypatch.delenv(jvm_archive.OFF, raising=False)
     monkeypatch.delenv(jvm_archive.EXTRA, raising=False)
@@ -40,6 +46,7 @@ def test_a_deployments_own_driver_options_follow_the_archives(tmp_path, monkeypa
 
 
 def test_a_short_run_gets_the_quick_compiler_before_a_deployments_own(monkeypatch):
+    monkeypatch.setattr(jvm_archive, "crash_report_option", lambda: "")
     monkeypatch.setattr(jvm_archive, "java_options", lambda: "-XX:SharedArchiveFile=/c/d.jsa")
     monkeypatch.delenv(jvm_archive.EXTRA, raising=False)
     assert jvm_archive.driver_options() == "-XX:SharedArchiveFile=/c/d.jsa"  # a long run's
@@ -89,3 +96,38 @@ def test_the_quick_compiler_keeps_the_code_space_of_both_compilers():
     both = _code_cache_bytes("")
     assert _code_cache_bytes("-XX:TieredStopAtLevel=1") < both  # the JVM's own choice
     assert _code_cache_bytes(jvm_archive.QUICK_COMPILER) >= both
+
+
+def test_a_crashing_driver_jvm_reports_in_the_data_folder_not_where_it_was_started(
+    tmp_path, monkeypatch
+):
+    """A real JVM started with the drivers' options and crashed (SIGSEGV, as native code in
+    RocksDB once did at a driver's exit) writes its report under the data folder; the folder it
+    was started from (a user's, a worker's) gets nothing."""
+    monkeypatch.setenv("STATEKEEPER_DATA", str(tmp_path / "data"))
+    monkeypatch.setattr(jvm_archive, "java_options", lambda: "")  # the archive: not the point
+    options = jvm_archive.driver_options()
+    assert (tmp_path / "data" / "jvm-crashes").is_dir()  # made: the JVM makes no folder
+    source = tmp_path / "Idle.java"
+    source.write_text(
+        "class Idle { public static void main(String[] a) throws Exception {"
+        ' System.out.println("up"); System.out.flush(); Thread.sleep(120000); } }'
+    )
+    cwd = tmp_path / "started-here"
+    cwd.mkdir()
+    java = subprocess.Popen(
+        ["java", *shlex.split(options), str(source)],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert java.stdout is not None and java.stdout.readline().strip() == "up"
+        os.kill(java.pid, signal.SIGSEGV)
+        java.wait(60)
+    finally:
+        java.kill()
+    assert java.returncode != 0
+    assert (tmp_path / "data" / "jvm-crashes" / f"hs_err_pid{java.pid}.log").is_file()
+    assert list(cwd.iterdir()) == []

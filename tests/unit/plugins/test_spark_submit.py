@@ -42,10 +42,13 @@ def test_the_master_url_comes_from_the_connection(conn, master):
     assert SparkTarget.from_connection(conn).master == master
 
 
-def test_the_command_ships_the_package_and_jars_and_ends_with_the_run_arguments(monkeypatch):
+def test_the_command_ships_the_package_and_jars_and_ends_with_the_run_arguments(
+    monkeypatch, tmp_path
+):
     from spark_jobs.contract import jvm
     from statekeeper.spark_submit import SparkTarget, application
 
+    monkeypatch.setenv("STATEKEEPER_DATA", str(tmp_path))  # a driver's crash report goes there
     monkeypatch.setattr(jvm, "java_options", lambda: "-XX:SharedArchiveFile=/c/d.jsa")
     monkeypatch.setenv(jvm.EXTRA, "-XX:TieredStopAtLevel=1")  # a deployment's own, after it
 
@@ -75,10 +78,12 @@ def test_the_command_ships_the_package_and_jars_and_ends_with_the_run_arguments(
         "--py-files": "/z.zip",
         "--jars": "/a.jar,/b.jar",
         # the driver runs here
-        "--driver-java-options": "-XX:SharedArchiveFile=/c/d.jsa -XX:TieredStopAtLevel=1",
+        "--driver-java-options": f"-XX:ErrorFile={tmp_path}/jvm-crashes/hs_err_pid%p.log "
+        "-XX:SharedArchiveFile=/c/d.jsa -XX:TieredStopAtLevel=1",
     }
     assert cmd[-5:] == [application(), *args]
     monkeypatch.setattr(jvm, "java_options", lambda: "")  # none made, none set: no option
+    monkeypatch.setattr(jvm, "crash_report_option", lambda: "")
     monkeypatch.delenv(jvm.EXTRA)
     cmd = command()
     assert "--driver-java-options" not in cmd
