@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -203,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from spark_jobs.eventlog import who
 
     who.remember(argv)  # the event log's rows name the command that wrote them
-    command = "command"
+    command, began = "command", time.time()
     try:
         args = build_parser().parse_args(argv)
         command = args.command
@@ -215,20 +216,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("statekeeper: interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
     except Exception as exc:
-        line = _spark_failure(f"{command} failed: ", exc)
+        line = _spark_failure(f"{command} failed: ", exc, began)
         if line is None:
             raise  # not Spark's: a bug of ours, with its traceback
         print(f"statekeeper: {line}", file=sys.stderr)
         return ExitCode.JOB_FAILED
 
 
-def _spark_failure(head: str, exc: Exception) -> str | None:
+def _spark_failure(head: str, exc: Exception, began: float) -> str | None:
     """One line for an error Spark raised under a command other than ``run`` (which says its own):
     a publish's MERGE refused by a constraint on the live table, a table's files gone under
-    ``table maintain``. None for any other error. The whole trace is in Spark's log."""
+    ``table maintain``, the driver's JVM gone since the command ``began``. None for any other
+    error. The whole trace is in Spark's log."""
     if "pyspark" not in sys.modules:  # no Spark was started, so it is not Spark's
         return None
     from spark_jobs.runtime import spark_errors
+
+    if isinstance(exc, spark_errors.GATEWAY_ERRORS):
+        from spark_jobs.jobs.run_failures import jvm_gone_reason
+
+        return head + jvm_gone_reason(began)
 
     if not isinstance(exc, spark_errors.SPARK_ERRORS):
         return None

@@ -309,11 +309,17 @@ def record_inputs(checkpoint: str, inputs: dict[str, str]) -> None:
         write_binding(checkpoint, record)
 
 
+def bound_inputs(checkpoint: str) -> dict[str, str] | None:
+    """The inputs the checkpoint's last run read ({kind: URI}); None before any was recorded."""
+    bound = (read_binding(checkpoint) or {}).get(INPUTS)
+    return bound if isinstance(bound, dict) else None
+
+
 def adopt_inputs(spec: Any) -> Any:
     """``spec`` reading what its checkpoint's last run read, when the binding records other
     inputs; the spec as it is when it records none (a release before inputs were recorded)."""
-    bound = (read_binding(spec.checkpoint) or {}).get(INPUTS)
-    if not isinstance(bound, dict) or bound == dict(spec.inputs):
+    bound = bound_inputs(spec.checkpoint)
+    if bound is None or bound == dict(spec.inputs):
         return spec
     try:
         return spec.with_overrides(input=[f"{k}={v}" for k, v in bound.items()])

@@ -58,9 +58,17 @@ def failure(spec: JobSpec, exc: BaseException) -> JobFailed:
 
 
 def jvm_gone(spec: JobSpec, since: float) -> JobFailed:
-    """The one line for a run whose driver JVM went away under it: the crash report it wrote
-    since the run began (:func:`spark_jobs.contract.jvm.crash_report_option`), else a kill (by
-    hand, or the kernel's when memory ran out), which leaves none."""
+    """The one line for a run whose driver JVM went away under it (:func:`jvm_gone_reason`)."""
+    return JobFailed(
+        f"job {spec.name} failed: {jvm_gone_reason(since)}. A batch it did not commit runs "
+        "again at the next run, once: nothing is lost or doubled"
+    )
+
+
+def jvm_gone_reason(since: float) -> str:
+    """Which way a driver JVM went away: the crash report it wrote since ``since``
+    (:func:`spark_jobs.contract.jvm.crash_report_option`), else a kill (by hand, or the kernel's
+    when memory ran out), which leaves none."""
     reports = []
     for report in paths.jvm_crash_dir().glob("hs_err_pid*.log"):
         try:
@@ -68,15 +76,11 @@ def jvm_gone(spec: JobSpec, since: float) -> JobFailed:
                 reports.append((report.stat().st_mtime, report))
         except FileNotFoundError:
             continue  # removed since the folder was listed
-    why = (
-        f"it crashed (its report: {max(reports)[1]})"
-        if reports
-        else "it was killed (it wrote no crash report: a kill by hand, or the kernel's short of "
-        "memory)"
-    )
-    return JobFailed(
-        f"job {spec.name} failed: its driver JVM went away mid-run: {why}. A batch it did not "
-        "commit runs again at the next run, once: nothing is lost or doubled"
+    if reports:
+        return f"its driver JVM went away mid-run: it crashed (its report: {max(reports)[1]})"
+    return (
+        "its driver JVM went away mid-run: it was killed (it wrote no crash report: a kill by "
+        "hand, or the kernel's short of memory)"
     )
 
 

@@ -143,6 +143,9 @@ def precheck(
             print(
                 f"statekeeper: job {spec.name}: {f.message}; {f.fix}", file=sys.stderr, flush=True
             )
+    from spark_jobs.checkpoints.moved_inputs import refuse_moved_inputs
+
+    refuse_moved_inputs(spec.checkpoint, layout, binding.bound_inputs(spec.checkpoint), spec.inputs)
     check_writer(spec, new_checkpoint_for_existing_table)
     job = definition(spec.name)
     binding.check_and_bind(

@@ -204,3 +204,41 @@ def test_a_name_spark_cannot_read_as_one_file_is_left_out_and_named(spark, tmp_p
     assert run_job(spec, spark=spark).input_rows == 40
     assert spark.read.format("delta").load(str(tmp_path / "out")).first()["total_events"] == 60
     assert "LANDING_FILES_UNREAD" not in validate_checkpoint(spec.checkpoint, spec).codes
+
+
+def test_a_checkpoint_run_on_another_landing_folder_is_refused_not_read_twice(spark, tmp_path):
+    """Spark knows a file by its path: the same files under another folder (a copy, a link to
+    the old one) were all read again. A sessions checkpoint ends on a batch that read no file
+    (the watermark's), so Spark did not even fail: 493 of 500 events went in as late, the others
+    into open sessions a second time, exit 0. Now the run is refused before Spark starts, and new
+    files landed in the folder the checkpoint reads are read as before."""
+    from spark_jobs.contract import binding
+
+    spec = job_spec("sessions", tmp_path)
+    folder = tmp_path / "land" / "clickstream"
+    write_lines(folder, "a.json", _events("a", range(0, 20)))
+    assert run_job(spec, spark=spark).input_rows == 20
+    offsets = sorted((tmp_path / "ckpt" / "offsets").glob("[0-9]*"), key=lambda p: int(p.name))
+    last_two = [p.read_text().splitlines()[-1] for p in offsets[-2:]]
+    assert len(offsets) >= 2 and last_two[0] == last_two[1]  # the last batch read no file
+    version = len(list((tmp_path / "out" / "_delta_log").glob("*.json")))
+
+    copy = tmp_path / "moved" / "clickstream"
+    shutil.copytree(folder, copy, copy_function=shutil.copy2)
+    link = tmp_path / "link"
+    link.symlink_to(folder, target_is_directory=True)
+    for other in (copy, link):
+        with pytest.raises(UserError) as refused:
+            run_job(spec.with_overrides(input=str(other)), spark=spark)
+        assert refused.value.exit_code == 4
+        assert str(refused.value) == (
+            f"checkpoint {spec.checkpoint} read 1 file(s) of landing folder {folder} "
+            f"(clickstream); this run's is {other}: Spark knows a file by its path, so a file it "
+            "read would be read there again and its rows counted twice. Land new files in "
+            f"{folder}; to move that folder, keep its path (make it a link to the new place)"
+        )
+    assert len(list((tmp_path / "out" / "_delta_log").glob("*.json"))) == version
+    assert binding.bound_inputs(spec.checkpoint) == {"clickstream": str(folder)}
+
+    write_lines(folder, "b.json", _events("b", range(20, 23)))
+    assert run_job(spec, spark=spark).input_rows == 3

@@ -206,3 +206,30 @@ def test_a_jvm_error_on_the_wrappers_own_line_is_named_with_its_message():
         "ConcurrentDeleteReadException: [DELTA_CONCURRENT_DELETE_READ] This transaction "
         "attempted to read one or more files that were deleted"
     ), line
+
+
+def test_a_command_whose_driver_jvm_went_away_says_so_in_one_line(tmp_path, monkeypatch):
+    """Any command that runs Spark (``table maintain``, ``quality``, ``publish``): py4j's socket
+    errors are the JVM gone, said as such, not a traceback; other errors stay ours."""
+    import time
+
+    import pyspark  # noqa: F401 - a command that started Spark has it imported
+    from py4j.protocol import Py4JNetworkError
+
+    from spark_jobs.cli import _spark_failure
+
+    monkeypatch.setenv("STATEKEEPER_DATA", str(tmp_path))
+    began = time.time() - 5
+    for exc in (ConnectionRefusedError(111, "Connection refused"), Py4JNetworkError("empty")):
+        line = _spark_failure("table failed: ", exc, began)
+        assert line == (
+            "table failed: its driver JVM went away mid-run: it was killed (it wrote no crash "
+            "report: a kill by hand, or the kernel's short of memory)"
+        )
+    (tmp_path / "jvm-crashes").mkdir()
+    (tmp_path / "jvm-crashes" / "hs_err_pid7.log").write_text("#")
+    line = _spark_failure("table failed: ", ConnectionResetError(), began)
+    assert line is not None and line.endswith(
+        f"(its report: {tmp_path}/jvm-crashes/hs_err_pid7.log)"
+    )
+    assert _spark_failure("table failed: ", ValueError("ours"), began) is None
