@@ -202,3 +202,26 @@ def test_a_run_says_which_files_it_reads_as_text_though_they_are_compressed(
     lines = [ln for ln in capsys.readouterr().err.splitlines() if "as plain text" in ln]
     assert len(lines) == 1, lines
     assert "reads 2 file(s) of landing folder" in lines[0] and "e.json.xz, f.json.ZIP (" in lines[0]
+
+
+def test_only_a_folder_the_checkpoint_read_files_of_is_held_to_its_path(tmp_path):
+    """:mod:`spark_jobs.checkpoints.moved_inputs`: another folder than the recorded one is
+    refused while the source logs name files of the recorded one, under any other spelling (a
+    link is another path to Spark); a folder never read from, or a topic, may change."""
+    from spark_jobs.checkpoints.layout import read_layout
+    from spark_jobs.checkpoints.moved_inputs import moved_inputs, refuse_moved_inputs
+    from spark_jobs.contract.errors import UserError
+
+    land, ck, _ = _checkpoint(tmp_path, int(time.time() * 1000))
+    lay = read_layout(str(ck), sizes=False)
+    here = {"clickstream": str(land)}
+    assert moved_inputs(lay, here, here) == []
+    assert moved_inputs(lay, None, {"clickstream": "/else"}) == []  # nothing recorded (yet)
+    [moved] = moved_inputs(lay, here, {"clickstream": str(tmp_path / "copy")})
+    assert (moved.kind, moved.read_from, moved.files) == ("clickstream", str(land), 2)
+    with pytest.raises(UserError) as refused:
+        refuse_moved_inputs(str(ck), lay, here, {"clickstream": str(tmp_path / "copy")})
+    assert refused.value.exit_code == 4 and "read 2 file(s) of landing folder" in str(refused.value)
+    # a sibling whose name starts the same is another folder, not the one read
+    assert moved_inputs(lay, {"clickstream": str(land) + "2"}, here) == []
+    assert moved_inputs(lay, here, {"clickstream": "kafka://127.0.0.1:9092/clicks"}) == []
