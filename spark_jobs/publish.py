@@ -140,17 +140,21 @@ def _check_live_checkpoint(live_ck: str, live: str) -> None:
 
 
 def _check_files_unread(staged_ck: str, live_ck: str, job: str, key: str) -> None:
-    """Refuse an append whose backfill read files the live job has read already."""
-    from spark_jobs.checkpoints.source_files import files_read
+    """Refuse an append whose backfill read files the live job has read already
+    (:func:`spark_jobs.checkpoints.source_files.read_before`)."""
+    from spark_jobs.checkpoints.source_files import files_read, kind_of, read_before
+    from spark_jobs.contract.binding import bound_inputs
 
-    both = sorted(files_read(staged_ck) & files_read(live_ck))
+    staged_inputs = bound_inputs(staged_ck)
+    staged = {f: kind_of(f, staged_inputs) for f in files_read(staged_ck)}
+    both = read_before(live_ck, bound_inputs(live_ck), staged)
     if both:
         shown = ", ".join(Path(f).name for f in both[:3]) + (" ..." if len(both) > 3 else "")
         raise UserError(
             f"cannot publish backfill {key} of {job} with mode append: {len(both)} of its files "
-            f"were already read by the live job (checkpoint {live_ck}): {shown}; their rows are "
-            "in the live table, append would count them twice; backfill only files the live "
-            "runs never read, or use mode replace",
+            f"were already read by the live job (checkpoint {live_ck}), there or as copies of "
+            f"what it read: {shown}; their rows are in the live table, append would count them "
+            "twice; backfill only files the live runs never read, or use mode replace",
             exit_code=ExitCode.UNSAFE,
         )
 

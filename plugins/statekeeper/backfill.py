@@ -74,22 +74,29 @@ def plan_backfill(params: dict[str, Any], data_dir: Path) -> dict[str, Any]:
     if Path(spec.output).resolve() == folder.resolve():
         raise BadBackfillParams("output and input are the same folder")
     if mode == "append":
-        _refuse_files_read(spec.checkpoint, folder, listing)
+        _refuse_files_read(spec, folder, listing)
     return _plan(params, job, spec, mode, str(folder), listing, len(listing), data_dir)
 
 
-def _refuse_files_read(live_checkpoint: str, folder: Path, listing: list[tuple[str, int]]) -> None:
-    """append: a file the live job read has its rows in the live table already; appending its
-    rows again would count them twice."""
-    from spark_jobs.checkpoints.source_files import file_key, files_read
+def _refuse_files_read(spec: Any, folder: Path, listing: list[tuple[str, int]]) -> None:
+    """append: a file the live job read, at its path or copied (a link, the same bytes, a restore
+    from an archive: :func:`spark_jobs.checkpoints.source_files.read_before`), has its rows in
+    the live table already; appending them again would count them twice."""
+    from spark_jobs.checkpoints.source_files import file_key, read_before
+    from spark_jobs.contract.binding import bound_inputs
 
-    read = files_read(live_checkpoint)
-    both = [name for name, _size in listing if file_key(str(folder / name)) in read]
+    several = len(spec.kinds) > 1  # one sub-folder per kind
+    files = {
+        file_key(str(folder / name)): name.split("/", 1)[0] if several else spec.kinds[0]
+        for name, _size in listing
+    }
+    both = read_before(spec.checkpoint, bound_inputs(spec.checkpoint) or dict(spec.inputs), files)
     if both:
-        shown = ", ".join(both[:3]) + (" ..." if len(both) > 3 else "")
+        shown = ", ".join(Path(f).name for f in both[:3]) + (" ..." if len(both) > 3 else "")
         raise BadBackfillParams(
             f"mode: append would count twice the rows of {len(both)} file(s) of {folder} the live "
-            f"job already read ({shown}); backfill only files it never read, or use mode=replace"
+            f"job already read, there or as copies of what it read ({shown}); backfill only "
+            "files it never read, or use mode=replace"
         )
 
 

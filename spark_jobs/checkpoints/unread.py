@@ -76,6 +76,7 @@ class SourceLog:
     batch read (a full batch means the source may still have a backlog to read)."""
 
     files: set[str] = field(default_factory=set)  # keys as :func:`file_key` spells them
+    listed_ms: dict[str, float | None] = field(default_factory=dict)  # key -> mtime when listed
     newest_batch_files: list[int] = field(default_factory=list)  # per source
 
 
@@ -113,6 +114,7 @@ def files_read(lay: Layout, upto: dict[str, int] | None = None) -> SourceLog:
                 if _after(entry.batch, (upto or {}).get(src)):
                     continue
                 out.files.add(file_key(entry.path))
+                out.listed_ms[file_key(entry.path)] = entry.listed_ms
                 in_newest += entry.batch == newest
         out.newest_batch_files.append(in_newest)
     return out

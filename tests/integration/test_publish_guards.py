@@ -1,12 +1,13 @@
 """``publish`` next to the live job, on real runs (windowed_counts, HDFS state): it holds the
 live checkpoint's lock (a publish during a run, restore or rollback is refused, nothing written),
-and ``append`` refuses a backfill that read files the live job already read (their rows are in
-the live table; appending them counts them twice); a backfill of files the live job never read
+and ``append`` refuses a backfill that read files the live job already read, even copied elsewhere
+(their rows are in the live table; appending them counts them twice); a backfill of files the live job never read
 is published."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -59,8 +60,10 @@ def test_publish_holds_the_live_lock_and_append_refuses_files_the_live_job_read(
         run_job(staged, spark=spark)
         return staged.output, staged.checkpoint
 
-    # 1. a backfill over the live landing folder: every file of it the live job has read
-    table, ck = backfill("again", data / "landing" / "live")
+    # 1. a backfill over a copy of the live landing folder (as a restore from an archive makes):
+    # every file of it the live job has read, under another path
+    shutil.copytree(data / "landing" / "live", data / "landing" / "copy")
+    table, ck = backfill("again", data / "landing" / "copy")
     common = ["publish", JOB, "--staged", table, "--output", live.output]
 
     # while the live job's lock is held (a run, a restore, a rollback): refused, nothing written
