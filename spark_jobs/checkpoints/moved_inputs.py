@@ -38,7 +38,7 @@ def moved_inputs(
         kind: (old, inputs[kind])
         for kind, old in (bound or {}).items()
         if kind in inputs
-        and old != inputs[kind]
+        and file_key(old).rstrip("/") != file_key(inputs[kind]).rstrip("/")  # as Spark spells it
         and not is_kafka(old)
         and not is_kafka(inputs[kind])
     }

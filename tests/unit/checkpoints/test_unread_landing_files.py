@@ -216,6 +216,8 @@ def test_only_a_folder_the_checkpoint_read_files_of_is_held_to_its_path(tmp_path
     lay = read_layout(str(ck), sizes=False)
     here = {"clickstream": str(land)}
     assert moved_inputs(lay, here, here) == []
+    same = {"clickstream": f"{tmp_path}/x/../land/"}  # Spark's paths drop ".." and a last "/"
+    assert moved_inputs(lay, here, same) == [] and moved_inputs(lay, same, here) == []
     assert moved_inputs(lay, None, {"clickstream": "/else"}) == []  # nothing recorded (yet)
     [moved] = moved_inputs(lay, here, {"clickstream": str(tmp_path / "copy")})
     assert (moved.kind, moved.read_from, moved.files) == ("clickstream", str(land), 2)
