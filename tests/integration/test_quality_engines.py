@@ -203,3 +203,16 @@ def test_a_quarantine_made_anew_is_validated_whole_not_read_as_nothing_new(spark
     assert runs["pandas"][2:] == runs["spark"][2:]
     ((suite, versions, mode, count),) = runs["pandas"][2]
     assert (suite.endswith("quarantine"), versions, mode, count) == (True, "0..0", "first run", 3)
+
+    # `checkpoint restore` RESTOREs the tables: a restored table is the same table, not made anew
+    # (RESTORE puts back an older version's metaData, which keeps the table's createdTime)
+    from datetime import datetime
+
+    from spark_jobs.quality.incremental import made_anew
+
+    out = tmp_path / "pandas" / job
+    validated = datetime.now()
+    time.sleep(1.1)
+    spark.sql(f"ALTER TABLE delta.`{out}` SET TBLPROPERTIES ('statekeeper.test' = '1')")
+    spark.sql(f"RESTORE TABLE delta.`{out}` TO VERSION AS OF 0")
+    assert made_anew(str(out), validated) is None
