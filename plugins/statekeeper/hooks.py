@@ -102,11 +102,21 @@ class SubmitResult:
 
     @property
     def reason(self) -> str:
-        """The runner's one-line ``statekeeper: ...`` message, or "" when it printed none."""
+        """The runner's one-line ``statekeeper: ...`` message; the driver JVM's crash and its
+        report when it crashed (the runner, spark-submit's child, then has no one to print to);
+        else ""."""
         for line in reversed(self.tail):
             if "statekeeper:" in line:
                 return line[line.index("statekeeper:") :].strip()
+        for i, line in enumerate(self.tail[:-1]):
+            if CRASH_REPORT_LINE in line:  # the JVM's banner: the report's path on the next line
+                report = self.tail[i + 1].lstrip("#").strip()
+                return f"the driver JVM crashed (its report: {report}); run again to go on"
         return ""
+
+
+# What a crashing JVM prints before the path of its report (HotSpot's banner on stdout).
+CRASH_REPORT_LINE = "An error report file with more information is saved as:"
 
 
 class SparkJobsSubmitHook(BaseHook):

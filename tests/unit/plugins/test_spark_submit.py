@@ -132,6 +132,17 @@ def test_the_runners_reason_is_the_last_statekeeper_line():
     ]
     assert SubmitResult(3, tail).reason == "statekeeper: checkpoint in use"
     assert SubmitResult(1, ["java.lang.OutOfMemoryError"]).reason == ""
+    crashed = [  # HotSpot's banner, as a driver JVM that crashed printed it (its runner's gone)
+        "#  SIGSEGV (0xb) at pc=0x00007fc04898ff14 (sent by kill), pid=14991, tid=14991",
+        "# An error report file with more information is saved as:",
+        "# /srv/statekeeper/.data/jvm-crashes/hs_err_pid14991.log",
+        "#",
+        "# If you would like to submit a bug report, please visit:",
+    ]
+    assert SubmitResult(134, crashed).reason == (
+        "the driver JVM crashed (its report: /srv/statekeeper/.data/jvm-crashes/"
+        "hs_err_pid14991.log); run again to go on"
+    )
 
 
 def test_a_planned_catch_up_with_little_to_read_is_submitted_with_the_quick_compiler(tmp_path):
