@@ -201,7 +201,7 @@ SHADOW_REFUSED = {
 }
 
 
-def _bind_shadow(target: Target, ck: str, table: str) -> None:
+def _bind_shadow(target: Target, ck: str, table: str, inputs: dict[str, str]) -> None:
     """The shadow checkpoint answers to the job as declared now and writes the shadow tables;
     refused, as ``upgrade migrate`` refuses, for a change only a state rewrite or replay makes."""
     from spark_jobs.contract import binding
@@ -226,6 +226,10 @@ def _bind_shadow(target: Target, ck: str, table: str) -> None:
     record[binding.TABLES] = {"output": table, "quarantine": paths.quarantine_table(table)}
     # the shadow tables get the batches after the snapshot's, never the live table's earlier ones
     record[binding.TABLES_SINCE] = binding.last_commit(ck)
+    # It reads the staged folder, which holds only files read after the snapshot: a file its
+    # source logs name is never there, so the move from the live folder is no re-read
+    # (spark_jobs.checkpoints.moved_inputs)
+    record[binding.INPUTS] = dict(inputs)
     binding.write_binding(ck, record)
 
 
@@ -247,7 +251,7 @@ def preview(
     try:
         live = _read_live(target, since, table, root)
         shadow_ck, shadow_table = str(root / "checkpoint"), str(root / "table")
-        _bind_shadow(target, shadow_ck, shadow_table)
+        _bind_shadow(target, shadow_ck, shadow_table, live["inputs"])
         run, found = _run_and_compare(target, live, shadow_ck, shadow_table, table)
     finally:
         if not keep:
