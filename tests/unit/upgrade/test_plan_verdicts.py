@@ -333,7 +333,7 @@ def test_preview_refuses_a_change_migrate_refuses_before_running_it(live):
     ck = checkpoint(store="hdfs")
     before = (ck / "_statekeeper" / "job.json").read_bytes()
     with pytest.raises(UserError) as refused:
-        _bind_shadow(Target(str(ck), str(tmp / "snaps"), spec.name, spec), str(ck), "/x/table")
+        _bind_shadow(Target(str(ck), str(tmp / "snaps"), spec.name, spec), str(ck), "/x/table", {})
     assert refused.value.exit_code == ExitCode.UPGRADE_MIGRATE
     assert "state_store 'hdfs' -> 'rocksdb' needs the state rewritten" in str(refused.value)
     assert (ck / "_statekeeper" / "job.json").read_bytes() == before
