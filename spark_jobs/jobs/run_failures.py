@@ -72,10 +72,11 @@ def jvm_gone_reason(since: float) -> str:
     reports = []
     for report in paths.jvm_crash_dir().glob("hs_err_pid*.log"):
         try:
-            if report.stat().st_mtime >= since:
-                reports.append((report.stat().st_mtime, report))
+            made = report.stat().st_mtime
         except FileNotFoundError:
             continue  # removed since the folder was listed
+        if made >= since:
+            reports.append((made, report))
     if reports:
         return f"its driver JVM went away mid-run: it crashed (its report: {max(reports)[1]})"
     return (
