@@ -49,6 +49,7 @@ def read_before(
     same name read as the same kind (:func:`_copy_of`). The live job reads each name of its
     folder once, so that is where a copy of what it read is looked for."""
     logged = files_logged(live_checkpoint)
+    folders = tuple(u for u in (live_inputs or {}).values() if paths.local_path(u) is not None)
     by_name: dict[str, list[tuple[str, str]]] = {}  # name -> (key, kind) of the files it read
     for key in logged:
         by_name.setdefault(os.path.basename(key), []).append((key, kind_of(key, live_inputs)))
@@ -59,24 +60,26 @@ def read_before(
             for key, its in by_name.get(os.path.basename(f), [])
             if not kind or not its or its == kind
         ]
-        if f in logged or any(_copy_of(f, key, logged[key]) for key in twins):
+        if f in logged or any(_copy_of(f, key, logged[key], folders) for key in twins):
             out.append(f)
     return sorted(out)
 
 
-def _copy_of(path: str, read: str, read_ms: float | None) -> bool:
+def _copy_of(path: str, read: str, read_ms: float | None, folders: tuple[str, ...]) -> bool:
     """Whether the local file ``path`` is the file ``read`` the live job read (``read_ms``, its
     modification time then): the same file under another path (a link), the same bytes while
     that file is still there (a copy), or the same modification time to the millisecond (a copy
     that kept it: ``cp -p``, ``rsync -t``, ``tar x``, a restore from an archive). A file merely
-    sharing a name (the project's ``generate`` numbers its files per folder) is none of these."""
+    sharing a name (the project's ``generate`` numbers its files per folder) is none of these.
+    ``read`` comes from a checkpoint's log: it is opened only inside a landing root or one of the
+    live job's ``folders``."""
     if paths.local_path(path) is None or not os.path.isfile(path):
         return False  # a store's object: by path only
     try:
         mtime_ms = os.stat(path).st_mtime_ns // 1_000_000  # Hadoop's: whole milliseconds
         if read_ms is not None and mtime_ms == int(read_ms):
             return True
-        if os.path.isfile(read):
+        if os.path.isfile(read) and paths.outside_roots(read, "landing", extra=folders) is None:
             return os.path.samefile(path, read) or filecmp.cmp(path, read, shallow=False)
     except OSError:
         return False  # gone or unreadable since the folder was listed

@@ -84,6 +84,16 @@ def test_append_of_a_copy_of_a_file_the_live_job_read_is_refused(tmp_path, monke
     os.utime(copy, ns=(copy.stat().st_atime_ns, (read_ms + 1) * 1_000_000))
     assert plan_backfill(params, data)["files"] == 2  # only the name is the same: another file
 
+    # a path the live checkpoint's log names outside every landing folder is never opened
+    monkeypatch.delenv("STATEKEEPER_LANDING_ROOTS")  # the landing root: the data folder's only
+    outside = tmp_path / "elsewhere" / "2026-11-01.json"
+    outside.parent.mkdir()
+    shutil.copy(copy, outside)  # the same bytes, another mtime
+    (log / "0").write_text(
+        "v1\n" + json.dumps({"path": outside.as_uri(), "timestamp": 1, "batchId": 0})
+    )
+    assert plan_backfill(params, data)["files"] == 2
+
     # order_payments: live read orders/2026-11-01.json; the backfill's payments of that name plan
     base = data / "landing"
     for kind in ("orders", "payments"):
