@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from typing import TYPE_CHECKING, Any
@@ -127,6 +128,7 @@ def build_session(
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     _quiet_accumulator_server(spark)
+    _quiet_gateway_loss()
     spark.sparkContext.setLogLevel(os.environ.get("STATEKEEPER_SPARK_LOG_LEVEL", "ERROR"))
     # getOrCreate reuses a live session (tests): runtime SQL confs must still follow the spec.
     # Static ones (the extensions, the codegen cache: Spark says which) and the catalog took
@@ -156,3 +158,22 @@ def _quiet_accumulator_server(spark: SparkSession) -> None:
 
     server.handle_error = handle_error
     server.statekeeper_quiet = True
+
+
+class _GatewayLossFilter(logging.Filter):
+    """Drops py4j's report of a call that met a gateway gone away: py4j logs it with
+    ``logging.exception`` on the root logger (two chained tracebacks on stderr, Python's
+    fallback handler), then raises the error that the run turns into its one line
+    (``spark_errors.GATEWAY_ERRORS``). Every other record passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from py4j.protocol import Py4JNetworkError
+
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (record.name == "root" and isinstance(exc, Py4JNetworkError | ConnectionError))
+
+
+def _quiet_gateway_loss() -> None:
+    root = logging.getLogger()
+    if not any(isinstance(f, _GatewayLossFilter) for f in root.filters):
+        root.addFilter(_GatewayLossFilter())
