@@ -2,9 +2,9 @@
 lines, duplicates and hopelessly late events included), each followed by the late events and a
 flush far ahead, give identical output and quarantine tables, row for row, delivered
 
-  (b) in three arrivals of two files each, overlapping by less than the watermark delay, lines
+  (b) in two arrivals of three files each, overlapping by less than the watermark delay, lines
       shuffled inside files: one run per arrival, one batch per run, then the late events and
-      the flush in a fourth run (state and watermark carried across runs);
+      the flush in a third run (state and watermark carried across runs);
   (a) in one arrival, as a backfill of (b)'s input on a new checkpoint: (b)'s six arrival files
       (the same files, hard-linked) in one batch, every event at once; then (b)'s late and
       flush files in a second run; published "replace" into (b)'s live table, which it must
@@ -41,7 +41,7 @@ from spark_jobs.contract.backfill import refusal
 from spark_jobs.contract.spec import load_spec
 from spark_jobs.publish import publish_rows
 
-# The harness is one module-scoped fixture: eight runs of seven jobs and a killed child process.
+# The harness is one module-scoped fixture: seven runs of seven jobs and a killed child process.
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(3000)]
 
 HERE = Path(__file__).resolve().parent
@@ -97,9 +97,9 @@ def outcome(spark, tmp_path_factory):
         data[job] = (lines, late, flush, delay)
     land = {(s, j): Landing(base / s / j) for s in SCENARIOS for j in JOBS}
 
-    # Files per batch differ between the scenarios too: (b) takes an arrival's two files (or the
+    # Files per batch differ between the scenarios too: (b) takes an arrival's three files (or the
     # late and the flush file) in one batch, (a) six then two, (c) one file per batch.
-    def step(scenario: str, chunks: dict[str, list[dict]], per_batch: int = 2) -> None:
+    def step(scenario: str, chunks: dict[str, list[dict]], per_batch: int = 3) -> None:
         for job, cs in chunks.items():
             for c in cs:
                 land[scenario, job].land(c)
@@ -117,10 +117,10 @@ def outcome(spark, tmp_path_factory):
                 Counter((r.raw_line, r.reason) for r in q.select("raw_line", "reason").collect()),
             )
 
-    # (b) three arrivals of two files each, then the tail: four runs of one batch each
+    # (b) two arrivals of three files each, then the tail: three runs of one batch each
     b = {j: cut(data[j][0], 6, data[j][3] / 2, rng) for j in JOBS}
-    for k in range(3):
-        step("b", {j: b[j][2 * k : 2 * k + 2] for j in JOBS})
+    for k in range(2):
+        step("b", {j: b[j][3 * k : 3 * k + 3] for j in JOBS})
     step("b", tail)
     collect("b")  # the live runs' own tables, before anything is published into them
     live_before = {j: tables["b", j][0] for j in JOBS}
@@ -181,7 +181,7 @@ def test_same_tables_however_the_events_were_split(outcome, job):
     (out_a, q_a), (out_b, q_b), (out_c, q_c) = (outcome["tables"][s, job] for s in SCENARIOS)
     assert out_a, f"{job} wrote nothing: the comparison would prove nothing"
     assert sum(q_a.values()) > 0, "no bad line was quarantined: the generator's bad lines are gone"
-    assert out_b == out_a, f"{job}: three arrivals differ from one"
+    assert out_b == out_a, f"{job}: two arrivals differ from one"
     assert out_c == out_a, f"{job}: a killed and repeated run differs from one arrival"
     assert q_b == q_a and q_c == q_a, f"{job}: quarantine differs"
 
