@@ -167,10 +167,10 @@ class _GatewayLossFilter(logging.Filter):
     (``spark_errors.GATEWAY_ERRORS``). Every other record passes."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from py4j.protocol import Py4JNetworkError
+        from spark_jobs.runtime.spark_errors import GATEWAY_ERRORS
 
         exc = record.exc_info[1] if record.exc_info else None
-        return not (record.name == "root" and isinstance(exc, Py4JNetworkError | ConnectionError))
+        return not (record.name == "root" and isinstance(exc, GATEWAY_ERRORS))
 
 
 def _quiet_gateway_loss() -> None:
