@@ -164,13 +164,15 @@ class _GatewayLossFilter(logging.Filter):
     """Drops py4j's report of a call that met a gateway gone away: py4j logs it with
     ``logging.exception`` on the root logger (two chained tracebacks on stderr, Python's
     fallback handler), then raises the error that the run turns into its one line
-    (``spark_errors.GATEWAY_ERRORS``). Every other record passes."""
+    (``spark_errors.GATEWAY_ERRORS``). Every other record passes. A logger's filters see only
+    the records logged on it, so the records of py4j's own loggers (and any other) never reach
+    this one."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         from spark_jobs.runtime.spark_errors import GATEWAY_ERRORS
 
         exc = record.exc_info[1] if record.exc_info else None
-        return not (record.name == "root" and isinstance(exc, GATEWAY_ERRORS))
+        return not isinstance(exc, GATEWAY_ERRORS)
 
 
 def _quiet_gateway_loss() -> None:
