@@ -1,5 +1,5 @@
 """``checkpoint repartition``: a job's state rescaled between runs gives the same tables as a job
-that never changed partitions, for every job (4 -> 8, then 8 -> 2 on the same checkpoint);
+that never changed partitions, for every job (2 -> 4, then 4 -> 1 on the same checkpoint);
 ``checkpoint inspect`` shows the count, per operator too; a refused or failed repartition leaves
 the checkpoint byte for byte as it was.
 
@@ -40,7 +40,9 @@ pytestmark = pytest.mark.integration
 
 EVENTS = 200  # per kind and arrival: a few batches' worth of state, seconds per run
 KEYS = {"service-logs": 6, "auth": 15}
-START, UP, DOWN = 4, 8, 2
+# Small counts: every state partition costs each batch a task and a store commit, and the runs
+# around the rescales are most of this file's time; 1 is the edge of a scale-down.
+START, UP, DOWN = 2, 4, 1
 # The column that says a row began before a cut in event time: such a row written after a
 # rescale was held in state across it.
 STARTS = {
@@ -165,7 +167,7 @@ def _rescale(to: int) -> Any:
 def _arrive_and_run(n: int) -> Any:
     def go(t: Trip, spark: Any) -> None:
         t.lines.append(arrive(t.moved, t.job, n, t.lines[-1]))
-        # The unchanged spec (4): the run adopts the checkpoint's count
+        # The unchanged spec (START): the run adopts the checkpoint's count
         run_job(job_spec(t.job, t.moved, shuffle_partitions=START), spark=spark)
         if n == 3:
             t.partitions_after_run = _pinned(inspect_checkpoint(str(t.moved / "ckpt")))
@@ -180,10 +182,11 @@ def _pinned(info: dict) -> int:
 
 @pytest.fixture(scope="module")
 def trips(spark, tmp_path_factory) -> dict[str, Trip]:
-    """Every job's round trip, side by side: two arrivals at 4 partitions, repartition to 8, a
-    third arrival, 8 -> 2, a fourth; and the reference that stays at 4. The phases run a few jobs
-    at a time and wait for each other: a new checkpoint pins the session's shuffle partitions,
-    which every run and rescale sets, so the references start where only 4 is set."""
+    """Every job's round trip, side by side: two arrivals at START partitions, a repartition to
+    UP, a third arrival, UP -> DOWN, a fourth; and the reference that stays at START. The phases
+    run a few jobs at a time and wait for each other: a new checkpoint pins the session's shuffle
+    partitions, which every run and rescale sets, so the references start where only START is
+    set."""
     root = tmp_path_factory.mktemp("repartition")
     out = {j: Trip(j, root / j / "moved", root / j / "stayed") for j in JOBS}
     phases = [
@@ -217,7 +220,7 @@ def _key(r: dict) -> tuple:
 
 
 def crossed(t: Trip, k: int, final: list[dict]) -> list[dict]:
-    """Rows whose state was carried across rescale ``k`` (0: 4 -> 8, 1: 8 -> 2)."""
+    """Rows whose state was carried across rescale ``k`` (0: up, 1: down)."""
     before, after = t.lines[: k + 2], t.lines[k + 2 :]
     if t.job == "dedup_events":  # an event landed on both sides and was written once
         ids = [
@@ -318,9 +321,9 @@ def test_refusals_and_a_failed_repartition_leave_the_checkpoint_as_it_was(
 
 def test_a_killed_repartition_is_finished_by_running_the_same_command_again(spark, tmp_path):
     """SIGKILL ``checkpoint repartition`` at its riskiest moment: Spark has rewritten the state
-    and its offset log into 8 partitions, the binding still says 4. The next run refuses it with
-    the way out; the same command again puts the checkpoint back as it was and repartitions it;
-    runs then go on and the table equals a job's that never changed partitions."""
+    and its offset log into UP partitions, the binding still says START. The next run refuses it
+    with the way out; the same command again puts the checkpoint back as it was and repartitions
+    it; runs then go on and the table equals a job's that never changed partitions."""
     from spark_jobs.checkpoints.repartition import PAUSE_ENV
 
     job, moved, stayed = "windowed_counts", tmp_path / "moved", tmp_path / "stayed"
