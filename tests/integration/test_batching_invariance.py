@@ -3,8 +3,9 @@ lines, duplicates and hopelessly late events included), each followed by the lat
 flush far ahead, give identical output and quarantine tables, row for row, delivered
 
   (b) in two arrivals of three files each, overlapping by less than the watermark delay, lines
-      shuffled inside files: one run per arrival, one batch per run, then the late events and
-      the flush in a third run (state and watermark carried across runs);
+      shuffled inside files: one run per arrival, each arrival one batch; the second run then
+      takes the late events and the flush in a batch of their own (state and watermark carried
+      across runs, late events in a batch after the watermark moved);
   (a) in one arrival, as a backfill of (b)'s input on a new checkpoint: (b)'s six arrival files
       (the same files, hard-linked) in one batch, every event at once; then (b)'s late and
       flush files in a second run; published "replace" into (b)'s live table, which it must
@@ -41,7 +42,7 @@ from spark_jobs.contract.backfill import refusal
 from spark_jobs.contract.spec import load_spec
 from spark_jobs.publish import publish_rows
 
-# The harness is one module-scoped fixture: seven runs of seven jobs and a killed child process.
+# The harness is one module-scoped fixture: six runs of seven jobs and a killed child process.
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(3000)]
 
 HERE = Path(__file__).resolve().parent
@@ -117,11 +118,10 @@ def outcome(spark, tmp_path_factory):
                 Counter((r.raw_line, r.reason) for r in q.select("raw_line", "reason").collect()),
             )
 
-    # (b) two arrivals of three files each, then the tail: three runs of one batch each
+    # (b) two arrivals of three files each, a run each; the second run's second batch is the tail
     b = {j: cut(data[j][0], 6, data[j][3] / 2, rng) for j in JOBS}
-    for k in range(2):
-        step("b", {j: b[j][3 * k : 3 * k + 3] for j in JOBS})
-    step("b", tail)
+    step("b", {j: b[j][0:3] for j in JOBS})
+    step("b", {j: [*b[j][3:6], *tail[j]] for j in JOBS})
     collect("b")  # the live runs' own tables, before anything is published into them
     live_before = {j: tables["b", j][0] for j in JOBS}
 
