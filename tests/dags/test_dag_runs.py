@@ -1,11 +1,16 @@
 """Real DAG runs through ``dag.test()`` (local Spark, SQLite, generated data): a catch-up run
 writes the job's Delta table and publishes its Asset with the version; a second run with no new
 data succeeds and leaves the table's version unchanged; a backfill with bad params fails before
-anything is submitted, with a reason that says what to fix."""
+anything is submitted, with a reason that says what to fix; a backfill publishes its staged run
+into the live table in one commit, and the identical backfill again changes nothing.
+
+Every run is one module fixture, in one Airflow process, in that order (the backfills need the
+live table the catch-up made); each test asserts on its part of the outcome."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from airflow_env import run_dags
@@ -17,13 +22,9 @@ pytestmark = pytest.mark.dags
 JOB = "windowed_counts"  # the cheapest job of the seven: a built-in window aggregation
 
 
-def _version(table: Path) -> int | None:
-    from spark_jobs.contract import delta
-
-    return delta.version(str(table))
-
-
-def test_catch_up_writes_then_changes_nothing_and_bad_backfills_stop_early(airflow_home, tmp_path):
+@pytest.fixture(scope="module")
+def outcome(airflow_home, tmp_path_factory) -> dict[str, Any]:
+    tmp_path = tmp_path_factory.mktemp("dag_runs")
     data = tmp_path / "data"
     report = generate(
         "clickstream",
@@ -33,10 +34,13 @@ def test_catch_up_writes_then_changes_nothing_and_bad_backfills_stop_early(airfl
         seed=3,
         bad_rate=0.02,
     )
-    table = data / "tables" / JOB
-    log = tmp_path / "dag_runs.log"
+    replay = data / "landing" / "replay"  # the events to re-process, e.g. a corrected export
+    generate("clickstream", str(replay), events=2000, keys=40, seed=5)
     missing = data / "landing" / "no-such-folder"  # inside the landing root, just not there
-    first, second, no_input, bad_mode, bad_job = run_dags(
+    conf = {"job": JOB, "input": str(replay), "mode": "replace"}
+    log = tmp_path / "dag_runs.log"
+    names = ["first", "second", "no_input", "bad_mode", "bad_job", "backfill", "again"]
+    runs = run_dags(
         airflow_home,
         [
             {"dag_id": f"catchup_{JOB}"},
@@ -44,12 +48,28 @@ def test_catch_up_writes_then_changes_nothing_and_bad_backfills_stop_early(airfl
             {"dag_id": "backfill", "conf": {"job": JOB, "input": str(missing), "mode": "replace"}},
             {"dag_id": "backfill", "conf": {"job": JOB, "input": str(data), "mode": "overwrite"}},
             {"dag_id": "backfill", "conf": {"job": "nope", "input": str(data), "mode": "append"}},
+            {"dag_id": "backfill", "conf": conf},
+            {"dag_id": "backfill", "conf": conf},
         ],
         log,
         data=data,
-        timeout=1500,
+        timeout=1800,
     )
-    text = log.read_text()
+    return {
+        **dict(zip(names, runs, strict=True)),
+        "data": data,
+        "missing": missing,
+        "bad": report.bad,
+        "text": log.read_text(),
+    }
+
+
+def test_catch_up_writes_then_changes_nothing_and_bad_backfills_stop_early(outcome):
+    first, second, no_input, bad_mode, bad_job = (
+        outcome[k] for k in ("first", "second", "no_input", "bad_mode", "bad_job")
+    )
+    data, missing, text = outcome["data"], outcome["missing"], outcome["text"]
+    table = data / "tables" / JOB
 
     # 1. the catch-up run: every task succeeded, the table and its quarantine exist
     assert first["state"] == "success", first
@@ -58,11 +78,12 @@ def test_catch_up_writes_then_changes_nothing_and_bad_backfills_stop_early(airfl
     assert set(first["tasks"].values()) == {"success"}, first["tasks"]
     v1 = first["returns"]["publish_asset"]["version"]
     assert v1 is not None and v1 >= 0 and (table / "_delta_log").is_dir()
-    assert (table / "_quarantine" / "_delta_log").is_dir() and report.bad > 0
+    assert (table / "_quarantine" / "_delta_log").is_dir() and outcome["bad"] > 0
 
-    # 2. nothing new: the run succeeds and the table is the same version
+    # 2. nothing new: the run succeeds and the table is the same version (the backfills later
+    # publish into it: its version after the second run is the backfill's base, asserted below)
     assert second["state"] == "success", second
-    assert second["returns"]["publish_asset"]["version"] == v1 == _version(table)
+    assert second["returns"]["publish_asset"]["version"] == v1
 
     # 3. bad backfill params: nothing submitted, a one-line reason
     assert no_input["state"] == "failed", no_input
@@ -74,31 +95,20 @@ def test_catch_up_writes_then_changes_nothing_and_bad_backfills_stop_early(airfl
     for refused in (bad_mode, bad_job):  # the Params schema refuses these before a run starts
         assert refused["state"] == "error" and "tasks" not in refused, refused
     assert "overwrite" in bad_mode["error"] and "nope" in bad_job["error"]
-    assert not (data / "backfill").exists()  # no staged table or checkpoint was made
+    # no staged table or checkpoint was made for them: the only folder under backfill/ is the
+    # good backfill's (backfill/<job>/<key>, run after them)
+    key = outcome["backfill"]["returns"]["plan"]["key"]
+    assert [p.relative_to(data) for p in (data / "backfill").glob("*/*")] == [
+        Path("backfill", JOB, key)
+    ]
 
 
-def test_backfill_publishes_once_and_an_identical_one_changes_nothing(airflow_home, tmp_path):
-    data = tmp_path / "data"
-    generate("clickstream", str(data / "landing" / "clickstream"), events=2000, keys=40, seed=4)
-    replay = data / "landing" / "replay"  # the events to re-process, e.g. a corrected export
-    generate("clickstream", str(replay), events=2000, keys=40, seed=5)
-    table = data / "tables" / JOB
-    conf = {"job": JOB, "input": str(replay), "mode": "replace"}
-    live, first, again = run_dags(
-        airflow_home,
-        [
-            {"dag_id": f"catchup_{JOB}", "conf": {"run_quality": False}},
-            {"dag_id": "backfill", "conf": conf},
-            {"dag_id": "backfill", "conf": conf},
-        ],
-        tmp_path / "backfill.log",
-        data=data,
-        timeout=1500,
-    )
+def test_backfill_publishes_once_and_an_identical_one_changes_nothing(outcome):
     from spark_jobs.contract import delta
 
-    assert live["state"] == "success", live
-    before = live["returns"]["publish_asset"]["version"]
+    first, again, data = outcome["backfill"], outcome["again"], outcome["data"]
+    table = data / "tables" / JOB
+    before = outcome["second"]["returns"]["publish_asset"]["version"]
     assert first["state"] == "success", first
     # the re-completion events: the job's own emitter (skipped when the publish changed no
     # complete hour), every other job's skipped
@@ -112,11 +122,11 @@ def test_backfill_publishes_once_and_an_identical_one_changes_nothing(airflow_ho
     assert Path(plan["staged_checkpoint"]).is_dir() and plan["staged_checkpoint"].startswith(
         str(data / "backfill" / JOB)
     )
+    # one commit makes the whole backfill visible, and the identical backfill (run after it)
+    # made none
     commits = delta.commits(str(table), after=before)
-    assert len(commits) == 1, commits  # one commit makes the whole backfill visible
+    assert len(commits) == 1, commits
     assert commits[0].user_metadata.startswith(f"statekeeper-backfill:{plan['key']} mode=replace")
-    after = delta.version(str(table))
 
     assert again["state"] == "success", again
     assert again["tasks"]["plan"] == "skipped" and again["tasks"]["run_staged"] == "skipped"
-    assert delta.version(str(table)) == after  # the identical backfill changed nothing
