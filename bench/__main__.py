@@ -60,8 +60,8 @@ FULL: dict[str, Any] = {  # int, or list[int] for key_sweep
 SMOKE: dict[str, Any] = {
     "events": 8_000,
     "key_sweep": [2_000],
-    "exec_events": 2_000,
-    "exec_keys": 200,
+    "exec_events": 4_000,
+    "exec_keys": 400,
     "catchup_events": 16_000,
     "catchup_keys": 2_000,
     "catchup_calls": 2,
